@@ -1,0 +1,24 @@
+// Small command-line helpers shared by the shardsim subcommands.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace shardsim::cli {
+
+/// A usage error: printed as "shardsim: error: ..." with exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// "256MiB", "1GB", "4096", "1.5GiB" -> bytes. Decimal prefixes for kB/MB/GB/TB,
+/// binary for KiB/MiB/GiB/TiB.
+int64_t parse_bytes(const std::string& flag, const std::string& text);
+/// "0,1,8-15" -> {0,1,8,...,15}; every id below `limit`.
+std::vector<uint32_t> parse_device_list(const std::string& flag, const std::string& text, int64_t limit);
+/// Next argument after a flag, or a UsageError naming the flag.
+std::string take_value(const std::vector<std::string>& args, size_t& i);
+
+}  // namespace shardsim::cli

@@ -1,0 +1,100 @@
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "shardsim/core/atomic_file.h"
+#include "shardsim/viz/chrome_trace.h"
+#include "shardsim/viz/result_json.h"
+#include "shardsim/workloads/scenario.h"
+#include "step_runner.h"
+
+namespace shardsim::cli {
+namespace {
+
+Override parse_set(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw UsageError("--set: expected PATH=VALUE such as plan.tp=4, got \"" + text + "\"");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+std::string gib(int64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+void print_summary(const Scenario& s, const StepReport& r) {
+  const Plan& p = s.plan;
+  std::printf("%s on %lld x %s (dp %lld, tp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
+              r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
+              static_cast<long long>(p.tp), p.zero, p.sequence_parallel ? ", sequence parallel" : "",
+              static_cast<long long>(p.microbatches()), static_cast<long long>(p.microbatch_size),
+              static_cast<long long>(p.seq_len));
+  std::printf("  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);
+  std::printf("  MFU                %.1f %%    (HFU %.1f %%, %.1f model TFLOP/s per device)\n", 100 * r.mfu,
+              100 * r.hfu, r.model_tflops_per_device);
+  const auto& b = r.breakdown;
+  auto pct = [&](double x) { return r.step_time_s > 0 ? 100 * x / r.step_time_s : 0.0; };
+  std::printf("  breakdown          compute %.4f s (%.1f%%), exposed comm %.4f s (%.1f%%), bubble %.4f s, other %.4f s\n",
+              b.compute_s, pct(b.compute_s), b.exposed_comm_s, pct(b.exposed_comm_s), b.bubble_s, b.other_s);
+  std::printf("  memory per device  %s of %s: %s\n", gib(r.memory.peak_bytes_per_device).c_str(),
+              gib(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
+  if (!r.memory.fits) {
+    auto comps = r.memory.components;
+    std::sort(comps.begin(), comps.end(), [](const auto& x, const auto& y) { return x.bytes > y.bytes; });
+    std::printf("    largest:");
+    for (size_t i = 0; i < comps.size() && i < 3; ++i) {
+      std::printf("%s %s %s", i ? "," : "", comps[i].name.c_str(), gib(comps[i].bytes).c_str());
+    }
+    std::printf("\n");
+  }
+  std::printf("  simulation         %llu events, %llu flows, %lld ops per device, %.3f s wall\n",
+              static_cast<unsigned long long>(r.sim.events), static_cast<unsigned long long>(r.sim.flows),
+              static_cast<long long>(r.sim.ops_per_device), r.sim.wall_s);
+}
+
+}  // namespace
+
+int cmd_simulate(const std::vector<std::string>& args) {
+  std::string file, trace_file, trace_list = "0";
+  std::vector<Override> sets;
+  bool json = false, no_timing = false, trace_devices_given = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--json") json = true;
+    else if (a == "--no-timing") no_timing = true;
+    else if (a == "--set") sets.push_back(parse_set(take_value(args, i)));
+    else if (a.rfind("--set=", 0) == 0) sets.push_back(parse_set(a.substr(6)));
+    else if (a == "--trace") trace_file = take_value(args, i);
+    else if (a == "--trace-devices") {
+      trace_list = take_value(args, i);
+      trace_devices_given = true;
+    } else if (!a.empty() && a[0] == '-') throw UsageError("simulate: unknown option " + a);
+    else if (file.empty()) file = a;
+    else throw UsageError("simulate: one scenario file expected, got a second: " + a);
+  }
+  if (file.empty()) throw UsageError("simulate: expected a scenario file (shardsim --help)");
+  if (trace_devices_given && trace_file.empty()) throw UsageError("--trace-devices: needs --trace FILE");
+  const Scenario s = load_scenario(file, sets);
+  const std::vector<uint32_t> traced =
+      trace_file.empty() ? std::vector<uint32_t>{} : parse_device_list("--trace-devices", trace_list, s.cluster.devices);
+  StepRun run = run_training_step(s, traced);
+  if (no_timing) run.report.sim.wall_s = 0;
+  if (!trace_file.empty()) {
+    std::string err;
+    if (!write_file_atomic(trace_file, chrome_trace_json(run.program, run.timeline), err)) {
+      throw UsageError(err);
+    }
+  }
+  if (json) {
+    std::fputs(step_report_json(run.report).c_str(), stdout);
+  } else {
+    print_summary(s, run.report);
+  }
+  return 0;
+}
+
+}  // namespace shardsim::cli

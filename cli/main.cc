@@ -1,0 +1,43 @@
+// shardsim: the command-line entry point. Parses the subcommand, runs it and
+// maps errors to exit codes: 2 for bad input or usage, 1 for anything else.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "shardsim/core/error.h"
+
+int main(int argc, char** argv) {
+  using namespace shardsim;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(cli::kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::puts("shardsim " SHARDSIM_VERSION);
+    return 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  try {
+    if (cmd == "simulate") return cli::cmd_simulate(args);
+    if (cmd == "collective") return cli::cmd_collective(args);
+    if (cmd == "presets") return cli::cmd_presets(args);
+    throw cli::UsageError("unknown command \"" + cmd + "\" (try shardsim --help)");
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "shardsim: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "shardsim: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardsim: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,39 @@
+#include "commands.h"
+
+namespace shardsim::cli {
+
+const char* const kUsage = R"(shardsim: predict how a Transformer training step runs on a cluster.
+
+Usage:
+  shardsim simulate SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
+                             [--trace-devices LIST] [--no-timing]
+      Lower SCENARIO (model + cluster + plan) to a per-device program and
+      simulate one training step. Prints a summary, or with --json one object:
+      step_time_s, mfu, hfu, model_tflops_per_device, tokens_per_s, breakdown
+      {compute_s, exposed_comm_s, bubble_s, other_s}, memory
+      {peak_bytes_per_device, capacity_bytes, fits, components}, sim {events,
+      flows, devices, ops_per_device, wall_s}.
+      --set plan.tp=4      override any field (dotted JSON path; the value is
+                           JSON, or a string if it is not)
+      --trace FILE         write a Chrome trace (open in ui.perfetto.dev)
+      --trace-devices L    devices to trace, e.g. 0,1,8-15 (default 0)
+      --no-timing          report sim.wall_s as 0, for byte-identical output
+
+  shardsim collective SCENARIO|CLUSTER --op OP --bytes SIZE [--group G]
+                      [--concurrent] [--set PATH=VALUE]... [--json]
+      Time one collective alone on the fabric, like nccl-tests: time, algorithm
+      bandwidth (size / time) and bus bandwidth.
+      OP: all-reduce, all-gather, reduce-scatter, all-to-all, broadcast
+      SIZE: bytes, or with a unit: 64MB, 256MiB, 1GiB
+      G: all (default), N (the first N devices), or tp / dp (a scenario's
+         group holding device 0)
+      --concurrent         run every group of that shape at once (contention)
+
+  shardsim presets [list]            list chips, models and clusters
+  shardsim presets show NAME         print one preset as JSON
+
+Exit status: 0 success, 2 bad input or usage (one line on stderr naming the
+file and JSON path), 1 internal error.
+)";
+
+}  // namespace shardsim::cli

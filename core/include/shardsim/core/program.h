@@ -1,0 +1,130 @@
+// The Program: one device's step as a DAG of compute ops, collectives and
+// point-to-point transfers, each on a stream of that device.
+//
+// Devices that run the same code (SPMD) share one Program body; collectives name
+// their device group by mesh axes (not by device ids), so one body serves every
+// device of a data- or tensor-parallel mesh. Ops on one stream run in program
+// order: ProgramBuilder adds that order as an explicit dependency, so the engine
+// needs no separate stream queues.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardsim/core/units.h"
+
+namespace shardsim {
+
+enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
+enum class ComputeKind : uint8_t {
+  kMatmul,
+  kAttention,
+  kElementwise,
+  kNorm,
+  kSoftmax,
+  kEmbedding,
+  kLoss,
+  kOptimizer
+};
+enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kBroadcast };
+enum class DType : uint8_t { kBf16, kFp16, kFp32, kFp8, kInt8 };
+enum class Pass : uint8_t { kForward, kBackward, kOptimizer };
+
+/// Mesh axes, in the fixed bit order used by Op::axes.
+enum class MeshAxis : uint8_t { kTp = 0, kCp = 1, kPp = 2, kDp = 3 };
+inline constexpr int kNumMeshAxes = 4;
+constexpr uint8_t axis_bit(MeshAxis a) { return static_cast<uint8_t>(1u << static_cast<unsigned>(a)); }
+
+int dtype_bytes(DType d);
+std::string_view to_string(OpKind k);
+std::string_view to_string(ComputeKind k);
+std::string_view to_string(CollectiveKind k);
+std::string_view to_string(DType d);
+std::string_view to_string(Pass p);
+std::string_view to_string(MeshAxis a);
+
+using OpId = uint32_t;
+/// "No op": a dependency slot that ProgramBuilder::add ignores.
+inline constexpr OpId kNoOp = 0xffffffffu;
+using StreamId = uint8_t;
+
+/// One op. Shapes (m, n, k, batch) are what produced flops and bytes, so a real
+/// backend can run the op: a matmul is batch x [m,k]·[k,n]; attention is
+/// batch sequences of m query tokens, n key tokens, k = heads·head_dim.
+struct Op {
+  OpKind kind = OpKind::kCompute;
+  ComputeKind compute = ComputeKind::kElementwise;
+  CollectiveKind collective = CollectiveKind::kAllReduce;
+  DType dtype = DType::kBf16;
+  Pass pass = Pass::kForward;
+  StreamId stream = 0;
+  uint8_t axes = 0;           ///< collective group: bitmask of MeshAxis
+  uint32_t name = 0;          ///< index into Program::names()
+  int32_t layer = -1;         ///< transformer layer, -1 for none
+  int32_t microbatch = -1;    ///< microbatch, -1 for none
+  Flops flops{0.0};           ///< FLOPs executed
+  Flops model_flops{0.0};     ///< the part of `flops` that is model work (no recompute, no replicas)
+  Bytes bytes_read{0};        ///< HBM bytes read
+  Bytes bytes_written{0};     ///< HBM bytes written
+  Bytes comm_bytes{0};        ///< collective: buffer size as nccl-tests' "size"
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
+/// An immutable per-device program. Dependencies and successors are stored as
+/// compressed rows. Invariant: every dependency of op i has an id < i (ops are
+/// in a topological order).
+class Program {
+ public:
+  size_t size() const { return ops_.size(); }
+  const Op& op(OpId id) const { return ops_[id]; }
+  const std::vector<Op>& ops() const { return ops_; }
+  std::span<const OpId> deps(OpId id) const {
+    return {deps_.data() + dep_begin_[id], deps_.data() + dep_begin_[id + 1]};
+  }
+  std::span<const OpId> succs(OpId id) const {
+    return {succs_.data() + succ_begin_[id], succs_.data() + succ_begin_[id + 1]};
+  }
+  std::string_view name(const Op& op) const { return names_[op.name]; }
+  const std::vector<std::string>& stream_names() const { return stream_names_; }
+  size_t num_streams() const { return stream_names_.size(); }
+
+  /// Human-readable op label: "L3 qkv fwd mb1".
+  std::string label(OpId id) const;
+
+ private:
+  friend class ProgramBuilder;
+  std::vector<Op> ops_;
+  std::vector<uint32_t> dep_begin_{0};
+  std::vector<OpId> deps_;
+  std::vector<uint32_t> succ_begin_;
+  std::vector<OpId> succs_;
+  std::vector<std::string> names_;
+  std::vector<std::string> stream_names_;
+};
+
+/// Builds a Program. add() makes each op depend on the previous op of its
+/// stream, so streams run their ops in order.
+class ProgramBuilder {
+ public:
+  /// Declares a stream and returns its id. Stream 0 should be "compute".
+  StreamId add_stream(std::string name);
+  uint32_t intern(std::string_view name);
+  /// Appends an op that depends on `deps` (ids of earlier ops; kNoOp entries
+  /// are skipped) and on the previous op of its stream. Returns its id.
+  OpId add(Op op, std::initializer_list<OpId> deps = {});
+  OpId add(Op op, std::span<const OpId> deps);
+  /// The last op added on a stream, if any.
+  bool has_last(StreamId s) const { return s < last_on_stream_.size() && last_on_stream_[s] != kNone; }
+  OpId last(StreamId s) const { return last_on_stream_[s]; }
+  Program finish() &&;
+
+ private:
+  static constexpr OpId kNone = kNoOp;
+  Program p_;
+  std::vector<OpId> last_on_stream_;
+};
+
+}  // namespace shardsim

@@ -1,0 +1,57 @@
+// The result of one step, simulated or measured: what `simulate --json` prints.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardsim {
+
+/// Where the step's time went on the device that finished last. The four
+/// parts sum to step_time_s: compute_s is time the compute stream was busy;
+/// exposed_comm_s is time only communication ran; bubble_s is idle time of a
+/// pipeline stage; other_s is any remaining idle time (waiting for peers).
+struct StepBreakdown {
+  double compute_s = 0;
+  double exposed_comm_s = 0;
+  double bubble_s = 0;
+  double other_s = 0;
+};
+
+/// Per-device memory at its peak. Components sum to peak_bytes_per_device.
+struct MemoryReport {
+  int64_t peak_bytes_per_device = 0;
+  int64_t capacity_bytes = 0;
+  bool fits = true;
+  struct Component {
+    std::string name;
+    int64_t bytes = 0;
+  };
+  std::vector<Component> components;
+};
+
+struct StepReport {
+  std::string scenario;
+  std::string model;
+  std::string chip;
+  int64_t devices = 0;
+  double step_time_s = 0;
+  double mfu = 0;                       ///< model FLOPs / (step · devices · bf16 peak)
+  double hfu = 0;                       ///< executed matmul+attention FLOPs / same
+  double model_flops_per_step = 0;
+  double model_tflops_per_device = 0;   ///< model FLOP/s per device, in 1e12
+  double tokens_per_s = 0;
+  int64_t tokens_per_step = 0;
+  StepBreakdown breakdown;
+  MemoryReport memory;
+  struct SimStats {
+    uint64_t events = 0;
+    uint64_t flows = 0;
+    double wall_s = 0;
+    int64_t devices = 0;
+    int64_t ops_per_device = 0;
+    std::string backend = "native";
+  } sim;
+};
+
+}  // namespace shardsim

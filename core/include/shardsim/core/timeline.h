@@ -1,0 +1,40 @@
+// Timeline: what ran where and when. Simulation and real execution both
+// produce it, so the trace and comparison views work on either.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shardsim/core/program.h"
+#include "shardsim/core/units.h"
+
+namespace shardsim {
+
+/// One op executed on one device's stream.
+struct TimelineSpan {
+  uint32_t device = 0;
+  StreamId stream = 0;
+  OpId op = 0;
+  SimTime start;
+  SimTime end;
+};
+
+/// One point-to-point transfer (a flow of a collective, or a send/recv).
+struct TimelineFlow {
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  OpId op = 0;
+  Bytes bytes{0};
+  SimTime start;
+  SimTime end;
+};
+
+/// Spans and flows of the recorded devices, in the order they ended.
+struct Timeline {
+  std::vector<uint32_t> devices;  ///< devices recorded, ascending
+  std::vector<TimelineSpan> spans;
+  std::vector<TimelineFlow> flows;
+};
+
+}  // namespace shardsim

@@ -1,0 +1,46 @@
+// Collectives as point-to-point flows: the algorithm is chosen from the
+// fabric and the shape of the group.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shardsim/core/program.h"
+#include "shardsim/core/units.h"
+#include "shardsim/topology/topology.h"
+
+namespace shardsim {
+
+struct FlowSpec {
+  DeviceId src = 0;
+  DeviceId dst = 0;
+  double bytes = 0;
+};
+
+/// Flows that run together; the phase ends `latency` after its last flow.
+struct CollectivePhase {
+  std::vector<FlowSpec> flows;
+  SimTime latency;
+};
+
+struct CollectivePlan {
+  std::string algorithm;
+  std::vector<CollectivePhase> phases;
+};
+
+/// Plans `kind` of `size` bytes (nccl-tests' size: the all-gather output,
+/// the reduce-scatter input, the all-reduce buffer, the all-to-all send
+/// buffer) over `members` (ascending device ids).
+///   GPU fat tree: one node -> ring over NVLink; one GPU per node -> ring over
+///   the NICs; k GPUs in each of n nodes -> hierarchical (intra-node ring,
+///   k parallel inter-node rings on S/k, intra-node ring).
+///   Torus: a sub-grid group -> one phase per torus axis it spans, with
+///   bidirectional rings along that axis; otherwise one ring.
+///   All-to-all: direct, every pair at once.
+/// Each ring phase of r members costs r-1 steps of latency α (the longest
+/// route latency of its flows); `base_latency` is paid once.
+CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members,
+                               const Topology& topo, SimTime base_latency);
+
+}  // namespace shardsim

@@ -1,0 +1,85 @@
+// Flow-level network: flows share links by max-min fairness.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "shardsim/core/units.h"
+#include "shardsim/topology/topology.h"
+
+namespace shardsim {
+
+using FlowId = uint32_t;
+
+/// Active flows over a Topology's links. Rates follow max-min fairness
+/// (progressive filling, Bertsekas & Gallager, "Data Networks", 6.5.2) and
+/// are recomputed only for the connected component of flows and links that a
+/// start or end touched, once per simulated instant (update()).
+/// Invariant: after update(), the rates on every link sum to at most its
+/// bandwidth.
+class FluidNetwork {
+ public:
+  explicit FluidNetwork(const Topology& topo);
+
+  /// Adds a flow at time `now` (routed by the topology); its rate is set by
+  /// the next update(). A flow between a device and itself is not allowed.
+  FlowId add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now);
+  /// Removes a finished flow.
+  void finish(FlowId f);
+
+  struct Finish {
+    FlowId flow;
+    uint32_t version;
+    SimTime at;
+  };
+  /// Recomputes the rates of changed components at `now` and appends the new
+  /// finish time of every flow whose rate changed (older versions are stale).
+  void update(SimTime now, std::vector<Finish>& out);
+  bool dirty() const { return !dirty_links_.empty(); }
+
+  uint32_t owner(FlowId f) const { return flows_[f].owner; }
+  uint32_t version(FlowId f) const { return flows_[f].version; }
+  DeviceId src(FlowId f) const { return flows_[f].src; }
+  DeviceId dst(FlowId f) const { return flows_[f].dst; }
+  SimTime start(FlowId f) const { return flows_[f].start; }
+  double bytes(FlowId f) const { return flows_[f].bytes; }
+  double rate(FlowId f) const { return flows_[f].rate; }
+  size_t hops(FlowId f) const { return flows_[f].route.size(); }
+  /// Bytes carried by each link so far (for conservation checks).
+  const std::vector<double>& link_bytes() const { return link_bytes_; }
+  size_t active_flows() const { return active_; }
+
+ private:
+  struct Flow {
+    double remaining = 0;
+    double rate = 0;  // bytes per second
+    double bytes = 0;
+    SimTime last;     // when remaining was last brought up to date
+    SimTime start;
+    std::vector<LinkId> route;
+    uint32_t owner = 0;
+    uint32_t version = 0;
+    DeviceId src = 0, dst = 0;
+    bool active = false;
+  };
+  void advance(Flow& fl, SimTime now);
+
+  const Topology& topo_;
+  std::vector<Flow> flows_;
+  std::vector<FlowId> free_;
+  std::vector<std::vector<FlowId>> link_flows_;
+  std::vector<double> capacity_;
+  std::vector<double> link_bytes_;
+  std::vector<LinkId> dirty_links_;
+  std::vector<uint8_t> link_mark_;
+  std::vector<uint8_t> flow_mark_;
+  // Scratch for update().
+  std::vector<LinkId> comp_links_;
+  std::vector<FlowId> comp_flows_;
+  std::vector<double> cap_left_;
+  std::vector<uint32_t> unfixed_;
+  std::vector<uint32_t> key_version_;
+  size_t active_ = 0;
+};
+
+}  // namespace shardsim

@@ -1,0 +1,223 @@
+// Collective algorithms (see collective.h). The flow model of a ring: a ring
+// all-gather of D bytes over r members moves (r-1)/r·D bytes across every
+// ring edge; the r edges run concurrently for the whole phase (the pipelined
+// ring of Patarasuk & Yuan 2009, as NCCL runs it), and the r-1 steps each pay
+// the per-hop latency α. Alone on the fabric this gives the α-β cost
+//   T = (r-1)/r · D / B + (r-1)·α,
+// and a bidirectional ring (a torus axis) splits D over both directions,
+// halving the bandwidth term. A reduce-scatter is the same pattern; an
+// all-reduce is a reduce-scatter then an all-gather (2(r-1)/r·D/B). Across
+// several phases (torus axes, node levels) the data a ring handles shrinks or
+// grows by the other phases' group sizes, so every device still moves
+// (p-1)/p·S bytes per all-gather in total.
+#include "shardsim/sim/collective.h"
+
+#include <algorithm>
+#include <map>
+
+#include "shardsim/core/error.h"
+
+namespace shardsim {
+namespace {
+
+using Ring = std::vector<DeviceId>;
+
+/// Latency of the slowest route among a ring's edges.
+SimTime ring_step_latency(const std::vector<Ring>& rings, bool bidirectional, const Topology& topo) {
+  SimTime worst;
+  std::vector<LinkId> route;
+  for (const Ring& r : rings) {
+    const size_t n = r.size();
+    for (size_t i = 0; i < n; ++i) {
+      for (int dir = 0; dir < (bidirectional ? 2 : 1); ++dir) {
+        const DeviceId a = r[i];
+        const DeviceId b = dir == 0 ? r[(i + 1) % n] : r[(i + n - 1) % n];
+        route.clear();
+        topo.route(a, b, route);
+        SimTime lat;
+        for (LinkId l : route) lat += topo.link(l).latency;
+        worst = std::max(worst, lat);
+      }
+    }
+  }
+  return worst;
+}
+
+/// One ring phase: every ring moves (r-1)/r·data bytes over each edge.
+CollectivePhase ring_phase(const std::vector<Ring>& rings, double data, bool bidirectional, const Topology& topo) {
+  CollectivePhase ph;
+  size_t r = 0;
+  for (const Ring& ring : rings) {
+    const size_t n = ring.size();
+    r = std::max(r, n);
+    if (n < 2) continue;
+    const double per_edge = static_cast<double>(n - 1) / static_cast<double>(n) * data;
+    for (size_t i = 0; i < n; ++i) {
+      if (bidirectional) {
+        ph.flows.push_back({ring[i], ring[(i + 1) % n], per_edge / 2});
+        ph.flows.push_back({ring[i], ring[(i + n - 1) % n], per_edge / 2});
+      } else {
+        ph.flows.push_back({ring[i], ring[(i + 1) % n], per_edge});
+      }
+    }
+  }
+  if (r >= 2) ph.latency = ring_step_latency(rings, bidirectional, topo) * static_cast<int64_t>(r - 1);
+  return ph;
+}
+
+/// A level of a hierarchical plan: rings that run together, data per ring as
+/// a fraction of the collective's size, and whether rings are bidirectional.
+struct Level {
+  std::vector<Ring> rings;
+  bool bidirectional = false;
+  int64_t size() const { return rings.empty() ? 1 : static_cast<int64_t>(rings.front().size()); }
+};
+
+/// Splits members into levels, innermost first, with a name for the plan.
+std::vector<Level> levels_for(std::span<const DeviceId> members, const Topology& topo, std::string& name) {
+  std::vector<Level> levels;
+  if (topo.kind() == FabricKind::kNvswitchFatTree) {
+    std::map<int64_t, Ring> by_node;
+    for (DeviceId d : members) by_node[topo.node_of(d)].push_back(d);
+    const size_t k = by_node.begin()->second.size();
+    bool uniform = true;
+    for (const auto& [node, ring] : by_node) uniform = uniform && ring.size() == k;
+    if (by_node.size() == 1) {
+      name = "ring (nvlink)";
+      levels.push_back({{Ring(members.begin(), members.end())}, false});
+    } else if (k == 1) {
+      name = "ring (network)";
+      levels.push_back({{Ring(members.begin(), members.end())}, false});
+    } else if (uniform) {
+      name = "hierarchical (nvlink ring + network rings)";
+      Level intra;
+      for (const auto& [node, ring] : by_node) intra.rings.push_back(ring);
+      Level inter;
+      for (size_t i = 0; i < k; ++i) {
+        Ring r;
+        for (const auto& [node, ring] : by_node) r.push_back(ring[i]);
+        inter.rings.push_back(r);
+      }
+      levels.push_back(std::move(intra));
+      levels.push_back(std::move(inter));
+    } else {
+      name = "ring (mixed)";
+      levels.push_back({{Ring(members.begin(), members.end())}, false});
+    }
+    return levels;
+  }
+  // Torus: is the group a sub-grid (the product of its per-axis coordinates)?
+  const std::vector<int64_t> dims = topo.dims();
+  const auto nd = static_cast<int>(dims.size());
+  std::vector<std::vector<int64_t>> coords(static_cast<size_t>(nd));
+  for (int a = 0; a < nd; ++a) {
+    for (DeviceId d : members) coords[static_cast<size_t>(a)].push_back(topo.coord(d, a));
+    auto& c = coords[static_cast<size_t>(a)];
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+  }
+  size_t product = 1;
+  for (const auto& c : coords) product *= c.size();
+  if (product != members.size()) {
+    name = "ring (irregular group)";
+    levels.push_back({{Ring(members.begin(), members.end())}, false});
+    return levels;
+  }
+  name = "per-axis bidirectional rings";
+  for (int a = 0; a < nd; ++a) {
+    if (coords[static_cast<size_t>(a)].size() < 2) continue;
+    // Lines along axis a: members grouped by their other coordinates, each
+    // ordered by the coordinate on a (members are ascending, so stable).
+    std::map<std::vector<int64_t>, Ring> lines;
+    for (DeviceId d : members) {
+      std::vector<int64_t> key;
+      for (int b = 0; b < nd; ++b) {
+        if (b != a) key.push_back(topo.coord(d, b));
+      }
+      lines[key].push_back(d);
+    }
+    Level lv;
+    lv.bidirectional = true;
+    for (auto& [key, ring] : lines) {
+      std::stable_sort(ring.begin(), ring.end(),
+                       [&](DeviceId x, DeviceId y) { return topo.coord(x, a) < topo.coord(y, a); });
+      lv.rings.push_back(ring);
+    }
+    levels.push_back(std::move(lv));
+  }
+  return levels;
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members,
+                               const Topology& topo, SimTime base_latency) {
+  CollectivePlan plan;
+  const auto p = static_cast<int64_t>(members.size());
+  const double S = static_cast<double>(size.value());
+  if (p < 2) {
+    plan.algorithm = "none (group of one)";
+    return plan;
+  }
+  if (kind == CollectiveKind::kAllToAll) {
+    plan.algorithm = "direct";
+    CollectivePhase ph;
+    SimTime worst;
+    std::vector<LinkId> route;
+    for (DeviceId a : members) {
+      for (DeviceId b : members) {
+        if (a == b) continue;
+        ph.flows.push_back({a, b, S / static_cast<double>(p)});
+        route.clear();
+        topo.route(a, b, route);
+        SimTime lat;
+        for (LinkId l : route) lat += topo.link(l).latency;
+        worst = std::max(worst, lat);
+      }
+    }
+    ph.latency = worst;
+    plan.phases.push_back(std::move(ph));
+  } else if (kind == CollectiveKind::kBroadcast) {
+    // Pipelined chain from the first member: every edge carries S.
+    plan.algorithm = "pipelined chain";
+    Ring chain(members.begin(), members.end());
+    CollectivePhase ph;
+    for (size_t i = 0; i + 1 < chain.size(); ++i) ph.flows.push_back({chain[i], chain[i + 1], S});
+    ph.latency = ring_step_latency({chain}, false, topo) * (p - 1);
+    plan.phases.push_back(std::move(ph));
+  } else {
+    std::vector<Level> levels = levels_for(members, topo, plan.algorithm);
+    // Levels are innermost first (e.g. NVLink, then network). An all-gather
+    // runs them outermost first: the outer rings gather only the shard held
+    // by each inner group, S / (product of the inner level sizes), and the
+    // innermost ring ends with all S bytes. This keeps the slow outer links
+    // at their minimum volume. A reduce-scatter runs the mirror order.
+    const size_t nl = levels.size();
+    std::vector<double> data(nl);
+    double d = S;
+    for (size_t i = 0; i < nl; ++i) {
+      data[i] = d;
+      d /= static_cast<double>(levels[i].size());
+    }
+    auto phase = [&](size_t i) { return ring_phase(levels[i].rings, data[i], levels[i].bidirectional, topo); };
+    auto rs = [&] {
+      for (size_t i = 0; i < nl; ++i) plan.phases.push_back(phase(i));
+    };
+    auto ag = [&] {
+      for (size_t i = nl; i-- > 0;) plan.phases.push_back(phase(i));
+    };
+    if (kind == CollectiveKind::kAllGather) {
+      ag();
+    } else if (kind == CollectiveKind::kReduceScatter) {
+      rs();
+    } else {
+      rs();
+      ag();
+    }
+  }
+  SHARDSIM_ASSERT(!plan.phases.empty(), "a collective over two or more devices has a phase");
+  plan.phases.front().latency += base_latency;
+  return plan;
+}
+
+}  // namespace shardsim

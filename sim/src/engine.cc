@@ -1,0 +1,327 @@
+// The native engine. Events are ordered by (integer picosecond time,
+// insertion number), so runs are deterministic. Every device runs the same
+// Program (SPMD); an op starts as soon as its dependencies end (the Program
+// encodes stream order as dependencies). A compute op ends after its
+// roofline time. A collective waits until every member of its group has
+// reached it, then runs its plan's phases of flows on the FluidNetwork; all
+// members end it together. Rates are recomputed once per simulated instant,
+// after every event at that instant has been handled.
+#include "shardsim/sim/engine.h"
+
+#include <algorithm>
+#include <queue>
+
+#include "shardsim/core/error.h"
+#include "shardsim/sim/collective.h"
+#include "shardsim/sim/compute_model.h"
+#include "shardsim/sim/fluid_network.h"
+
+namespace shardsim {
+namespace {
+
+enum class EvType : uint8_t { kOpEnd, kFlowEnd, kPhaseEnd };
+
+struct Event {
+  int64_t time;
+  uint64_t seq;
+  uint32_t a;  // device | flow | run
+  uint32_t b;  // op | version
+  EvType type;
+};
+struct Later {
+  bool operator()(const Event& x, const Event& y) const {
+    return x.time != y.time ? x.time > y.time : x.seq > y.seq;
+  }
+};
+
+struct CollectiveRun {
+  OpId op = 0;
+  std::vector<DeviceId> members;
+  CollectivePlan plan;
+  size_t phase = 0;
+  size_t pending = 0;
+  bool in_use = false;
+};
+
+/// Per-device accounting of what its streams are doing, for the breakdown.
+struct DeviceClock {
+  SimTime last;
+  SimTime compute;
+  SimTime comm_only;
+  SimTime end;
+  int comm_active = 0;
+  bool computing = false;
+  void advance(SimTime now) {
+    const SimTime dt = now - last;
+    if (computing) {
+      compute += dt;
+    } else if (comm_active > 0) {
+      comm_only += dt;
+    }
+    last = now;
+  }
+};
+
+class Engine {
+ public:
+  Engine(const Program& p, const Mesh& mesh, const Topology& topo, const ChipSpec& chip, const EngineOptions& opt)
+      : p_(p), mesh_(mesh), topo_(topo), opt_(opt), net_(topo) {
+    const size_t n = p.size();
+    devices_ = static_cast<uint32_t>(mesh.devices());
+    SHARDSIM_ASSERT(mesh.devices() == topo.num_devices(), "mesh and topology disagree on the device count");
+    duration_.resize(n);
+    dep_count_.resize(n);
+    coll_slot_.assign(n, 0);
+    uint64_t slots = 0;
+    for (OpId i = 0; i < n; ++i) {
+      const Op& o = p.op(i);
+      dep_count_[i] = static_cast<uint16_t>(p.deps(i).size());
+      SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
+      if (o.kind == OpKind::kCompute) duration_[i] = compute_time(o, chip);
+      if (o.kind == OpKind::kCollective) {
+        coll_slot_[i] = slots;
+        slots += static_cast<uint64_t>(mesh.num_groups(o.axes));
+      }
+    }
+    arrivals_.assign(slots, 0);
+    remaining_.resize(static_cast<size_t>(devices_) * n);
+    for (uint32_t d = 0; d < devices_; ++d) {
+      std::copy(dep_count_.begin(), dep_count_.end(), remaining_.begin() + static_cast<std::ptrdiff_t>(d * n));
+    }
+    clocks_.resize(devices_);
+    trace_index_.assign(devices_, -1);
+    for (uint32_t d : opt.trace_devices) {
+      if (d < devices_ && trace_index_[d] < 0) {
+        trace_index_[d] = static_cast<int>(trace_starts_.size());
+        trace_starts_.emplace_back(n);
+        result_.timeline.devices.push_back(d);
+      }
+    }
+    std::sort(result_.timeline.devices.begin(), result_.timeline.devices.end());
+    active_.assign(devices_, opt.active_devices.empty() ? 1 : 0);
+    for (uint32_t d : opt.active_devices) {
+      if (d < devices_) active_[d] = 1;
+    }
+  }
+
+  EngineResult run() {
+    const size_t n = p_.size();
+    for (uint32_t d = 0; d < devices_; ++d) {
+      if (!active_[d]) continue;
+      for (OpId i = 0; i < n; ++i) {
+        if (dep_count_[i] == 0) start(d, i);
+      }
+    }
+    std::vector<FluidNetwork::Finish> finishes;
+    while (true) {
+      // Rates change only where flows started or ended at this instant.
+      if (net_.dirty()) {
+        finishes.clear();
+        net_.update(now_, finishes);
+        for (const auto& f : finishes) push(f.at, EvType::kFlowEnd, f.flow, f.version);
+      }
+      if (queue_.empty()) break;
+      now_ = SimTime::from_ps(queue_.top().time);
+      while (!queue_.empty() && queue_.top().time == now_.ps()) {
+        const Event e = queue_.top();
+        queue_.pop();
+        ++result_.events;
+        handle(e);
+      }
+    }
+    finish_result();
+    return std::move(result_);
+  }
+
+ private:
+  void push(SimTime t, EvType type, uint32_t a, uint32_t b) {
+    queue_.push(Event{t.ps(), seq_++, a, b, type});
+  }
+
+  void handle(const Event& e) {
+    switch (e.type) {
+      case EvType::kOpEnd:
+        end_op(e.a, e.b);
+        break;
+      case EvType::kFlowEnd:
+        if (net_.version(e.a) == e.b) flow_done(e.a);
+        break;
+      case EvType::kPhaseEnd:
+        phase_end(e.a);
+        break;
+    }
+  }
+
+  void start(uint32_t d, OpId op) {
+    const Op& o = p_.op(op);
+    if (trace_index_[d] >= 0) trace_starts_[static_cast<size_t>(trace_index_[d])][op] = now_;
+    if (o.kind == OpKind::kCompute) {
+      DeviceClock& c = clocks_[d];
+      c.advance(now_);
+      c.computing = true;
+      push(now_ + duration_[op], EvType::kOpEnd, d, op);
+      return;
+    }
+    SHARDSIM_ASSERT(o.kind == OpKind::kCollective, "only compute and collective ops are lowered yet");
+    const uint64_t slot = coll_slot_[op] + static_cast<uint64_t>(mesh_.group_index(d, o.axes));
+    const auto size = static_cast<uint32_t>(mesh_.group_size(o.axes));
+    if (++arrivals_[slot] < size) return;
+    arrivals_[slot] = 0;  // ready for the next use of this op (never: ops run once)
+    launch(d, op);
+  }
+
+  void launch(uint32_t any_member, OpId op) {
+    const Op& o = p_.op(op);
+    uint32_t id;
+    if (!free_runs_.empty()) {
+      id = free_runs_.back();
+      free_runs_.pop_back();
+    } else {
+      id = static_cast<uint32_t>(runs_.size());
+      runs_.emplace_back();
+    }
+    CollectiveRun& r = runs_[id];
+    r.in_use = true;
+    r.op = op;
+    r.members.clear();
+    mesh_.group_members(any_member, o.axes, r.members);
+    r.plan = plan_collective(o.collective, o.comm_bytes, r.members, topo_, opt_.collective_base_latency);
+    r.phase = 0;
+    for (DeviceId m : r.members) {
+      DeviceClock& c = clocks_[m];
+      c.advance(now_);
+      ++c.comm_active;
+    }
+    if (r.plan.phases.empty()) {
+      complete(id);
+      return;
+    }
+    start_phase(id);
+  }
+
+  void start_phase(uint32_t id) {
+    CollectiveRun& r = runs_[id];
+    const CollectivePhase& ph = r.plan.phases[r.phase];
+    r.pending = ph.flows.size();
+    for (const FlowSpec& f : ph.flows) {
+      net_.add(f.src, f.dst, f.bytes, id, now_);
+      ++result_.flows;
+    }
+    if (r.pending == 0) push(now_ + ph.latency, EvType::kPhaseEnd, id, 0);
+  }
+
+  void flow_done(FlowId f) {
+    const uint32_t id = net_.owner(f);
+    CollectiveRun& r = runs_[id];
+    const DeviceId src = net_.src(f);
+    if (trace_index_[src] >= 0) {
+      result_.timeline.flows.push_back(
+          TimelineFlow{src, net_.dst(f), r.op, Bytes(static_cast<int64_t>(net_.bytes(f))), net_.start(f), now_});
+    }
+    result_.flow_byte_hops += net_.bytes(f) * static_cast<double>(net_.hops(f));
+    net_.finish(f);
+    if (--r.pending == 0) push(now_ + r.plan.phases[r.phase].latency, EvType::kPhaseEnd, id, 0);
+  }
+
+  void phase_end(uint32_t id) {
+    CollectiveRun& r = runs_[id];
+    if (++r.phase < r.plan.phases.size()) {
+      start_phase(id);
+      return;
+    }
+    complete(id);
+  }
+
+  void complete(uint32_t id) {
+    CollectiveRun& r = runs_[id];
+    const OpId op = r.op;
+    for (DeviceId m : r.members) {
+      DeviceClock& c = clocks_[m];
+      c.advance(now_);
+      --c.comm_active;
+    }
+    // end_op may launch new collectives that reuse this slot: take members.
+    const std::vector<DeviceId> members = std::move(r.members);
+    r.members = {};
+    r.in_use = false;
+    free_runs_.push_back(id);
+    for (DeviceId m : members) end_op(m, op);
+  }
+
+  void end_op(uint32_t d, OpId op) {
+    const Op& o = p_.op(op);
+    DeviceClock& c = clocks_[d];
+    if (o.kind == OpKind::kCompute) {
+      c.advance(now_);
+      c.computing = false;
+    }
+    c.end = std::max(c.end, now_);
+    if (trace_index_[d] >= 0) {
+      result_.timeline.spans.push_back(
+          TimelineSpan{d, o.stream, op, trace_starts_[static_cast<size_t>(trace_index_[d])][op], now_});
+    }
+    uint16_t* rem = remaining_.data() + static_cast<size_t>(d) * p_.size();
+    for (OpId s : p_.succs(op)) {
+      if (--rem[s] == 0) start(d, s);
+    }
+  }
+
+  void finish_result() {
+    SimTime step;
+    uint32_t crit = 0;
+    for (uint32_t d = 0; d < devices_; ++d) {
+      if (active_[d] && clocks_[d].end > step) {
+        step = clocks_[d].end;
+        crit = d;
+      }
+    }
+    for (uint32_t d = 0; d < devices_; ++d) {
+      if (!active_[d]) continue;
+      const size_t base = static_cast<size_t>(d) * p_.size();
+      for (size_t i = 0; i < p_.size(); ++i) {
+        SHARDSIM_ASSERT(remaining_[base + i] == 0, "an op never ran: deadlock");
+      }
+    }
+    SHARDSIM_ASSERT(net_.active_flows() == 0, "flows left at the end");
+    DeviceClock& c = clocks_[crit];
+    c.advance(step);
+    result_.step_time = step;
+    result_.critical_device = crit;
+    const double idle = (step - c.compute - c.comm_only).seconds();
+    result_.breakdown.compute_s = c.compute.seconds();
+    result_.breakdown.exposed_comm_s = c.comm_only.seconds();
+    (opt_.pipelined ? result_.breakdown.bubble_s : result_.breakdown.other_s) = idle;
+    result_.link_bytes = net_.link_bytes();
+  }
+
+  const Program& p_;
+  const Mesh& mesh_;
+  const Topology& topo_;
+  const EngineOptions& opt_;
+  FluidNetwork net_;
+  uint32_t devices_ = 0;
+  std::vector<SimTime> duration_;
+  std::vector<uint16_t> dep_count_;
+  std::vector<uint64_t> coll_slot_;
+  std::vector<uint32_t> arrivals_;
+  std::vector<uint16_t> remaining_;
+  std::vector<DeviceClock> clocks_;
+  std::vector<int> trace_index_;
+  std::vector<std::vector<SimTime>> trace_starts_;
+  std::vector<uint8_t> active_;
+  std::vector<CollectiveRun> runs_;
+  std::vector<uint32_t> free_runs_;
+  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  uint64_t seq_ = 0;
+  SimTime now_;
+  EngineResult result_;
+};
+
+}  // namespace
+
+EngineResult simulate(const Program& program, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
+                      const EngineOptions& options) {
+  return Engine(program, mesh, topo, chip, options).run();
+}
+
+}  // namespace shardsim

@@ -1,0 +1,150 @@
+#include "shardsim/sim/fluid_network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+#include "shardsim/core/error.h"
+
+namespace shardsim {
+
+FluidNetwork::FluidNetwork(const Topology& topo) : topo_(topo) {
+  const size_t n = topo.num_links();
+  link_flows_.resize(n);
+  capacity_.resize(n);
+  link_bytes_.assign(n, 0.0);
+  link_mark_.assign(n, 0);
+  cap_left_.assign(n, 0.0);
+  unfixed_.assign(n, 0);
+  key_version_.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) capacity_[i] = topo.link(static_cast<LinkId>(i)).bandwidth.value();
+}
+
+FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now) {
+  SHARDSIM_ASSERT(src != dst, "a flow needs two devices");
+  FlowId id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = static_cast<FlowId>(flows_.size());
+    flows_.emplace_back();
+    flow_mark_.push_back(0);
+  }
+  Flow& f = flows_[id];
+  f.remaining = bytes;
+  f.bytes = bytes;
+  f.rate = 0;
+  f.last = now;
+  f.start = now;
+  f.owner = owner;
+  f.src = src;
+  f.dst = dst;
+  f.active = true;
+  f.route.clear();
+  topo_.route(src, dst, f.route);
+  for (LinkId l : f.route) {
+    link_flows_[l].push_back(id);
+    dirty_links_.push_back(l);
+  }
+  ++active_;
+  return id;
+}
+
+void FluidNetwork::finish(FlowId id) {
+  Flow& f = flows_[id];
+  SHARDSIM_ASSERT(f.active, "finishing an inactive flow");
+  for (LinkId l : f.route) {
+    link_bytes_[l] += f.bytes;
+    auto& v = link_flows_[l];
+    auto it = std::find(v.begin(), v.end(), id);
+    *it = v.back();
+    v.pop_back();
+    dirty_links_.push_back(l);
+  }
+  f.active = false;
+  ++f.version;
+  free_.push_back(id);
+  --active_;
+}
+
+void FluidNetwork::advance(Flow& fl, SimTime now) {
+  const double dt = (now - fl.last).seconds();
+  fl.remaining = std::max(0.0, fl.remaining - fl.rate * dt);
+  fl.last = now;
+}
+
+void FluidNetwork::update(SimTime now, std::vector<Finish>& out) {
+  if (dirty_links_.empty()) return;
+  // 1. The connected component(s) of links and flows reachable from the
+  //    changed links.
+  comp_links_.clear();
+  comp_flows_.clear();
+  for (LinkId l : dirty_links_) {
+    if (!link_mark_[l]) {
+      link_mark_[l] = 1;
+      comp_links_.push_back(l);
+    }
+  }
+  dirty_links_.clear();
+  for (size_t i = 0; i < comp_links_.size(); ++i) {
+    for (FlowId f : link_flows_[comp_links_[i]]) {
+      if (flow_mark_[f]) continue;
+      flow_mark_[f] = 1;
+      comp_flows_.push_back(f);
+      for (LinkId l : flows_[f].route) {
+        if (!link_mark_[l]) {
+          link_mark_[l] = 1;
+          comp_links_.push_back(l);
+        }
+      }
+    }
+  }
+  // 2. Bring their progress up to now at the old rates.
+  for (FlowId f : comp_flows_) advance(flows_[f], now);
+  // 3. Progressive filling: repeatedly saturate the link with the smallest
+  //    fair share, fixing the rate of every flow still unfixed on it.
+  struct Key {
+    double share;
+    LinkId link;
+    uint32_t version;
+    bool operator>(const Key& o) const { return share != o.share ? share > o.share : link > o.link; }
+  };
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> heap;
+  for (LinkId l : comp_links_) {
+    cap_left_[l] = capacity_[l];
+    unfixed_[l] = static_cast<uint32_t>(link_flows_[l].size());
+    ++key_version_[l];
+    if (unfixed_[l] > 0) heap.push({cap_left_[l] / unfixed_[l], l, key_version_[l]});
+  }
+  for (FlowId f : comp_flows_) flow_mark_[f] = 2;  // 2: unfixed, 0: fixed
+  while (!heap.empty()) {
+    const Key k = heap.top();
+    heap.pop();
+    if (k.version != key_version_[k.link] || unfixed_[k.link] == 0) continue;
+    const double share = std::max(0.0, k.share);
+    for (FlowId f : link_flows_[k.link]) {
+      if (flow_mark_[f] != 2) continue;
+      flow_mark_[f] = 0;
+      Flow& fl = flows_[f];
+      fl.rate = share;
+      for (LinkId l : fl.route) {
+        cap_left_[l] -= share;
+        --unfixed_[l];
+        ++key_version_[l];
+        if (unfixed_[l] > 0) heap.push({std::max(0.0, cap_left_[l]) / unfixed_[l], l, key_version_[l]});
+      }
+    }
+  }
+  // 4. New finish times.
+  for (FlowId f : comp_flows_) {
+    Flow& fl = flows_[f];
+    flow_mark_[f] = 0;
+    SHARDSIM_ASSERT(fl.rate > 0, "a flow got no bandwidth");
+    ++fl.version;
+    out.push_back({f, fl.version, now + to_sim_time(fl.remaining / fl.rate)});
+  }
+  for (LinkId l : comp_links_) link_mark_[l] = 0;
+}
+
+}  // namespace shardsim

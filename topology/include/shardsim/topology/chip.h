@@ -1,0 +1,37 @@
+// An accelerator chip: peak compute, memory, its links, and the few default
+// efficiencies the compute model uses. Presets cite their figures
+// (presets/chips/*.json, from shared/reference/hardware.md).
+#pragma once
+
+#include <string>
+
+#include "shardsim/core/units.h"
+
+namespace shardsim {
+
+enum class ChipFamily : uint8_t { kGpu, kTpu, kCpu };
+
+struct ChipSpec {
+  std::string name;
+  ChipFamily family = ChipFamily::kGpu;
+  FlopsPerSec bf16_peak{0};
+  FlopsPerSec fp8_peak{0};        ///< 0 when the chip has no fp8 matmul
+  Bytes hbm_capacity{0};
+  BytesPerSec hbm_bandwidth{0};
+  // Interconnect of one chip (one-way figures).
+  BytesPerSec nvlink_per_gpu{0};  ///< GPU: NVLink to the node's NVSwitch
+  BytesPerSec nic_per_gpu{0};     ///< GPU: scale-out NIC
+  BytesPerSec ici_per_link{0};    ///< TPU: one ICI link
+  /// Measured ring all-reduce bus bandwidth / NVLink line rate (NCCL figures).
+  double nvlink_ring_efficiency = 1.0;
+  // Compute model defaults (sim/compute_model.h documents their use).
+  double matmul_efficiency = 1.0;     ///< large-GEMM fraction of peak
+  double attention_efficiency = 1.0;  ///< fused attention fraction of peak
+  double memory_efficiency = 1.0;     ///< achievable fraction of HBM bandwidth
+  SimTime launch_overhead;            ///< per-op fixed cost
+  int compute_units = 1;              ///< SMs (GPU) or MXUs (TPU) that tiles spread over
+  int tile_m = 128, tile_n = 128, tile_k = 64;  ///< matmul tile of one compute unit
+  std::string source;                 ///< citation of the figures
+};
+
+}  // namespace shardsim

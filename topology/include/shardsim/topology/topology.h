@@ -1,0 +1,87 @@
+// Fabrics: TPU tori and GPU clusters of NVSwitch nodes on a fat tree.
+//
+// A Topology is immutable: devices, directed links with a bandwidth and a
+// latency, and deterministic routes between devices. Collective algorithms in
+// sim/ ask it for its structure (torus coordinates, node of a GPU).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shardsim/core/units.h"
+#include "shardsim/topology/chip.h"
+
+namespace shardsim {
+
+using LinkId = uint32_t;
+using DeviceId = uint32_t;
+
+enum class LinkKind : uint8_t { kIci, kNvlink, kNic, kSwitch };
+
+struct LinkSpec {
+  BytesPerSec bandwidth{0};  ///< usable one-way bandwidth (line rate · efficiency)
+  SimTime latency;
+  LinkKind kind = LinkKind::kIci;
+};
+
+enum class FabricKind : uint8_t { kTorus, kNvswitchFatTree };
+
+/// A torus or mesh of chips. Axis sizes multiply to the device count.
+struct TorusSpec {
+  std::vector<int64_t> dims;         ///< x first; device id = x + X·(y + Y·z)
+  std::vector<bool> wraparound;      ///< per axis
+  BytesPerSec link_bandwidth{0};     ///< one direction of one link, line rate
+  double link_efficiency = 1.0;
+  SimTime hop_latency;
+};
+
+/// GPUs in NVSwitch nodes; each GPU has a NIC into a fat tree of leaf
+/// switches (and pods under a core tier when tiers == 3).
+struct FatTreeSpec {
+  int64_t gpus_per_node = 8;
+  BytesPerSec nvlink_bandwidth{0};  ///< per GPU, one way, line rate
+  double nvlink_efficiency = 1.0;
+  SimTime nvlink_latency;           ///< per link (GPU to switch, switch to GPU)
+  BytesPerSec nic_bandwidth{0};     ///< per GPU, one way, line rate
+  double nic_efficiency = 1.0;
+  SimTime nic_latency;              ///< GPU to leaf (and leaf to GPU) link
+  SimTime switch_latency;           ///< leaf to spine, spine to core links
+  bool rail_optimized = true;       ///< leaf r serves GPU r of each node
+  int64_t nics_per_leaf = 32;       ///< down ports of a leaf switch
+  int tiers = 2;
+  int64_t leaves_per_pod = 16;      ///< tiers == 3 only
+  double oversubscription = 1.0;    ///< leaf down capacity / leaf up capacity
+};
+
+class Topology {
+ public:
+  virtual ~Topology() = default;
+  virtual FabricKind kind() const = 0;
+  virtual int64_t num_devices() const = 0;
+  size_t num_links() const { return links_.size(); }
+  const LinkSpec& link(LinkId id) const { return links_[id]; }
+  /// Appends the links from src to dst (empty when src == dst).
+  virtual void route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const = 0;
+  /// Human-readable name of a link for traces and errors.
+  virtual std::string link_name(LinkId id) const = 0;
+
+  // Structure, for collective algorithms.
+  /// Torus: coordinates and axis sizes. Empty for other fabrics.
+  virtual std::vector<int64_t> dims() const { return {}; }
+  virtual std::vector<bool> wraparound() const { return {}; }
+  virtual int64_t coord(DeviceId, int /*axis*/) const { return 0; }
+  /// GPU clusters: NVSwitch node of a device; tori: 0.
+  virtual int64_t node_of(DeviceId) const { return 0; }
+  virtual int64_t gpus_per_node() const { return 1; }
+
+ protected:
+  std::vector<LinkSpec> links_;
+};
+
+std::unique_ptr<Topology> make_torus(const TorusSpec& spec);
+std::unique_ptr<Topology> make_fat_tree(const FatTreeSpec& spec, int64_t devices);
+
+}  // namespace shardsim

@@ -1,0 +1,57 @@
+#include "shardsim/topology/mesh.h"
+
+#include <algorithm>
+
+namespace shardsim {
+
+Mesh::Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order)
+    : sizes_(sizes), order_(order) {
+  int64_t stride = 1;
+  for (MeshAxis a : order_) {
+    strides_[idx(a)] = stride;
+    stride *= sizes_[idx(a)];
+  }
+  devices_ = stride;
+}
+
+int64_t Mesh::group_size(uint8_t axes) const {
+  int64_t n = 1;
+  for (int a = 0; a < kNumMeshAxes; ++a) {
+    if (axes & (1u << a)) n *= sizes_[static_cast<size_t>(a)];
+  }
+  return n;
+}
+
+void Mesh::group_members(int64_t device, uint8_t axes, std::vector<uint32_t>& out) const {
+  // Base: the device with its coordinates on the group's axes set to zero.
+  int64_t base = device;
+  for (int a = 0; a < kNumMeshAxes; ++a) {
+    if (axes & (1u << a)) base -= coord(device, static_cast<MeshAxis>(a)) * strides_[static_cast<size_t>(a)];
+  }
+  const size_t first = out.size();
+  out.push_back(static_cast<uint32_t>(base));
+  for (int a = 0; a < kNumMeshAxes; ++a) {
+    if (!(axes & (1u << a))) continue;
+    const size_t n = out.size() - first;
+    for (int64_t c = 1; c < sizes_[static_cast<size_t>(a)]; ++c) {
+      for (size_t i = 0; i < n; ++i) {
+        out.push_back(static_cast<uint32_t>(out[first + i] + c * strides_[static_cast<size_t>(a)]));
+      }
+    }
+  }
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+}
+
+int64_t Mesh::group_index(int64_t device, uint8_t axes) const {
+  // Mixed-radix number of the coordinates on the axes outside the group.
+  int64_t index = 0;
+  int64_t radix = 1;
+  for (MeshAxis a : order_) {
+    if (axes & axis_bit(a)) continue;
+    index += coord(device, a) * radix;
+    radix *= sizes_[idx(a)];
+  }
+  return index;
+}
+
+}  // namespace shardsim

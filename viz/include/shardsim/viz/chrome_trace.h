@@ -1,0 +1,16 @@
+// Chrome Trace Event Format (loads in Perfetto and chrome://tracing).
+#pragma once
+
+#include <string>
+
+#include "shardsim/core/program.h"
+#include "shardsim/core/timeline.h"
+
+namespace shardsim {
+
+/// A process per recorded device, a thread per stream, a complete ("X")
+/// event per op with its FLOPs and bytes, and flow arrows ("s"/"f") for
+/// point-to-point transfers between recorded devices. Times in microseconds.
+std::string chrome_trace_json(const Program& program, const Timeline& timeline);
+
+}  // namespace shardsim

@@ -1,0 +1,113 @@
+#include "shardsim/viz/chrome_trace.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <string_view>
+
+namespace shardsim {
+namespace {
+
+void append_escaped(std::string& out, std::string_view s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+}
+
+/// Picoseconds as microseconds with full precision ("12.345678").
+void append_us(std::string& out, SimTime t) {
+  char buf[40];
+  const int64_t ps = t.ps();
+  std::snprintf(buf, sizeof buf, "%" PRId64 ".%06" PRId64, ps / 1000000, ps % 1000000);
+  out += buf;
+}
+
+std::string_view category(const Op& o) {
+  return o.kind == OpKind::kCompute ? to_string(o.compute) : to_string(o.collective);
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const Program& p, const Timeline& tl) {
+  std::string out;
+  out.reserve(256 + tl.spans.size() * 200 + tl.flows.size() * 200);
+  out += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out += ",\n";
+    first = false;
+  };
+  char buf[160];
+  for (uint32_t d : tl.devices) {
+    sep();
+    std::snprintf(buf, sizeof buf, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":\"device %u\"}}",
+                  d, d);
+    out += buf;
+    for (size_t s = 0; s < p.num_streams(); ++s) {
+      sep();
+      std::snprintf(buf, sizeof buf, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%zu,\"args\":{\"name\":\"", d, s);
+      out += buf;
+      append_escaped(out, p.stream_names()[s]);
+      out += "\"}}";
+    }
+  }
+  for (const TimelineSpan& s : tl.spans) {
+    const Op& o = p.op(s.op);
+    sep();
+    out += "{\"ph\":\"X\",\"name\":\"";
+    append_escaped(out, p.label(s.op));
+    out += "\",\"cat\":\"";
+    append_escaped(out, category(o));
+    std::snprintf(buf, sizeof buf, "\",\"pid\":%u,\"tid\":%u,\"ts\":", s.device, static_cast<unsigned>(s.stream));
+    out += buf;
+    append_us(out, s.start);
+    out += ",\"dur\":";
+    append_us(out, s.end - s.start);
+    std::snprintf(buf, sizeof buf, ",\"args\":{\"op\":%u,\"flops\":%.17g,\"bytes\":%" PRId64, s.op, o.flops.value(),
+                  o.kind == OpKind::kCompute ? o.bytes_read.value() + o.bytes_written.value() : o.comm_bytes.value());
+    out += buf;
+    if (o.kind == OpKind::kCompute) {
+      std::snprintf(buf, sizeof buf, ",\"m\":%" PRId64 ",\"n\":%" PRId64 ",\"k\":%" PRId64, o.m, o.n, o.k);
+      out += buf;
+    }
+    out += "}}";
+  }
+  // Flow arrows: one "s" at the sender when the transfer starts and one "f"
+  // at the receiver when it ends, each bound to the enclosing collective span.
+  std::vector<uint8_t> traced;
+  for (uint32_t d : tl.devices) {
+    if (traced.size() <= d) traced.resize(d + 1, 0);
+    traced[d] = 1;
+  }
+  uint64_t id = 0;
+  for (const TimelineFlow& f : tl.flows) {
+    if (f.dst >= traced.size() || !traced[f.dst]) continue;
+    const unsigned tid = p.op(f.op).stream;
+    ++id;
+    sep();
+    std::snprintf(buf, sizeof buf, "{\"ph\":\"s\",\"name\":\"transfer\",\"cat\":\"flow\",\"id\":%" PRIu64
+                  ",\"pid\":%u,\"tid\":%u,\"ts\":", id, f.src, tid);
+    out += buf;
+    append_us(out, f.start);
+    std::snprintf(buf, sizeof buf, ",\"args\":{\"bytes\":%" PRId64 ",\"to\":%u}}", f.bytes.value(), f.dst);
+    out += buf;
+    sep();
+    std::snprintf(buf, sizeof buf, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"transfer\",\"cat\":\"flow\",\"id\":%" PRIu64
+                  ",\"pid\":%u,\"tid\":%u,\"ts\":", id, f.dst, tid);
+    out += buf;
+    append_us(out, f.end);
+    out += "}";
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+}  // namespace shardsim

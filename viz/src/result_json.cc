@@ -1,0 +1,39 @@
+#include "shardsim/viz/result_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace shardsim {
+
+std::string step_report_json(const StepReport& r) {
+  nlohmann::ordered_json j;
+  j["scenario"] = r.scenario;
+  j["model"] = r.model;
+  j["chip"] = r.chip;
+  j["devices"] = r.devices;
+  j["step_time_s"] = r.step_time_s;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["model_flops_per_step"] = r.model_flops_per_step;
+  j["model_tflops_per_device"] = r.model_tflops_per_device;
+  j["tokens_per_step"] = r.tokens_per_step;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["breakdown"] = {{"compute_s", r.breakdown.compute_s},
+                    {"exposed_comm_s", r.breakdown.exposed_comm_s},
+                    {"bubble_s", r.breakdown.bubble_s},
+                    {"other_s", r.breakdown.other_s}};
+  nlohmann::ordered_json comps = nlohmann::ordered_json::object();
+  for (const auto& c : r.memory.components) comps[c.name + "_bytes"] = c.bytes;
+  j["memory"] = {{"peak_bytes_per_device", r.memory.peak_bytes_per_device},
+                 {"capacity_bytes", r.memory.capacity_bytes},
+                 {"fits", r.memory.fits},
+                 {"components", comps}};
+  j["sim"] = {{"backend", r.sim.backend},
+              {"events", r.sim.events},
+              {"flows", r.sim.flows},
+              {"devices", r.sim.devices},
+              {"ops_per_device", r.sim.ops_per_device},
+              {"wall_s", r.sim.wall_s}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace shardsim

@@ -1,0 +1,34 @@
+// A parallelism plan for one training step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "shardsim/core/program.h"
+
+namespace shardsim {
+
+enum class Recompute : uint8_t { kNone, kSelective, kFull };
+
+struct Plan {
+  int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  /// 0: data parallel with all-reduced gradients; 1: optimizer state sharded
+  /// over dp; 2: gradients too; 3: parameters too (FSDP).
+  int zero = 0;
+  int64_t microbatch_size = 1;  ///< sequences per microbatch per replica
+  int64_t global_batch = 1;     ///< sequences per step, all replicas
+  int64_t seq_len = 2048;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  bool fsdp_prefetch = true;    ///< ZeRO-3: all-gather layer i+1 during layer i
+  int64_t grad_bucket_bytes = 160'000'000;  ///< Megatron default: 40M fp32 grads
+  DType grad_reduce_dtype = DType::kFp32;
+  DType matmul_dtype = DType::kBf16;
+  std::array<MeshAxis, kNumMeshAxes> mesh_order{MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp};
+
+  int64_t microbatches() const { return global_batch / (dp * microbatch_size); }
+  int64_t devices() const { return dp * tp * pp * cp; }
+};
+
+}  // namespace shardsim

@@ -1,0 +1,52 @@
+// A scenario: model + cluster + plan, loaded from the user's JSON file.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shardsim/topology/chip.h"
+#include "shardsim/topology/mesh.h"
+#include "shardsim/topology/topology.h"
+#include "shardsim/workloads/model.h"
+#include "shardsim/workloads/plan.h"
+
+namespace shardsim {
+
+struct ClusterSpec {
+  ChipSpec chip;
+  int64_t devices = 0;
+  FabricKind fabric = FabricKind::kNvswitchFatTree;
+  TorusSpec torus;
+  FatTreeSpec fat_tree;
+  SimTime collective_base_latency;  ///< fixed software cost of one collective call
+};
+
+struct Scenario {
+  std::string file;  ///< where it came from, for messages
+  ModelSpec model;
+  ClusterSpec cluster;
+  Plan plan;
+};
+
+/// One `--set path=value` override: path in dots ("plan.tp"), value as JSON
+/// text (a bare word that is not JSON is taken as a string).
+struct Override {
+  std::string path;
+  std::string value;
+};
+
+/// Reads, applies overrides to, and validates a scenario file. Throws
+/// InputError naming the file and JSON path on any problem.
+Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides = {});
+/// Same, from JSON text (`name` is used in messages).
+Scenario parse_scenario(const std::string& text, const std::string& name,
+                        const std::vector<Override>& overrides = {});
+/// A cluster alone (a cluster preset name or a cluster JSON file), for
+/// `shardsim collective`.
+ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides = {});
+
+std::unique_ptr<Topology> build_topology(const ClusterSpec& c);
+Mesh build_mesh(const Plan& p);
+
+}  // namespace shardsim

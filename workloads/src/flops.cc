@@ -1,0 +1,23 @@
+#include "shardsim/workloads/lower.h"
+
+namespace shardsim {
+
+// Model FLOPs of one training step, all devices together.
+//   matmuls: each weight of N_matmul does 2 FLOPs per token forward and 4
+//   backward (activation and weight gradient): 6·N_matmul·tokens (Kaplan et
+//   al. 2020; Narayanan et al. 2021, appendix).
+//   attention: causal, so a sequence of s tokens has s(s+1)/2 query-key pairs;
+//   QK^T and AV each cost 2·head_dim FLOPs per pair and head forward, twice
+//   that backward: 6·L·heads·head_dim·s(s+1) per sequence. (PaLM's 12·L·H·Q·T
+//   counts full, non-causal attention: about twice this term.)
+double closed_form_model_flops(const ModelSpec& m, const Plan& p) {
+  const ParamCount pc = count_params(m);
+  const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  const double s = static_cast<double>(p.seq_len);
+  const double matmul = 6.0 * static_cast<double>(pc.matmul(m.layers)) * tokens;
+  const double attention = 6.0 * static_cast<double>(m.layers) * static_cast<double>(m.heads * m.head_dim) *
+                           (s + 1.0) * tokens;
+  return matmul + attention;
+}
+
+}  // namespace shardsim

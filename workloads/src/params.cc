@@ -1,0 +1,23 @@
+#include "shardsim/workloads/model.h"
+
+namespace shardsim {
+
+ParamCount count_params(const ModelSpec& m) {
+  ParamCount c;
+  const int64_t h = m.hidden;
+  const int64_t q = m.heads * m.head_dim;
+  const int64_t kv = m.kv_heads * m.head_dim;
+  const int64_t mlp = (m.mlp == MlpKind::kSwiglu ? 3 : 2) * h * m.ffn_hidden;
+  c.per_layer_matmul = h * q + 2 * h * kv + q * h + mlp;
+  // Norm gains (layernorm adds a bias); GPT-style layers carry biases on
+  // every projection.
+  const int64_t norm = (m.norm == NormKind::kLayerNorm ? 2 : 1) * h;
+  c.per_layer_other = 2 * norm;
+  if (m.mlp == MlpKind::kGelu) c.per_layer_other += q + 2 * kv + h + m.ffn_hidden + h;
+  c.unembedding = m.vocab * h;
+  c.embedding = m.tied_embeddings ? 0 : m.vocab * h;
+  c.final_norm = norm;
+  return c;
+}
+
+}  // namespace shardsim

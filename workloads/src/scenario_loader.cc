@@ -1,0 +1,414 @@
+// Loads a scenario (model + cluster + plan) from JSON, applying presets and
+// --set overrides, and validates everything before any simulation.
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "json_reader.h"
+#include "shardsim/core/error.h"
+#include "shardsim/workloads/presets.h"
+#include "shardsim/workloads/scenario.h"
+
+namespace shardsim {
+namespace {
+
+using detail::Json;
+using detail::ObjectReader;
+
+// Caps that keep absurd inputs from allocating the machine away.
+constexpr int64_t kMaxDevices = 1 << 20;
+constexpr int64_t kMaxLayers = 10'000;
+constexpr int64_t kMaxDim = 1 << 24;
+constexpr int64_t kMaxOpsEstimate = 200'000'000;  // devices x ops per device
+
+std::string read_file(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "", "cannot read file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Json preset_json(const std::string& kind, const std::string& name, const std::string& file, const std::string& ptr) {
+  auto p = find_preset(kind, name);
+  if (!p) {
+    std::string names;
+    for (const auto& e : all_presets()) {
+      if (e.kind == kind) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    }
+    throw InputError(file, ptr, "unknown " + kind + " preset \"" + name + "\" (known: " + names + ")");
+  }
+  return Json::parse(p->json);
+}
+
+/// Replaces a preset name at `node` by its JSON object so fields can be set.
+void expand_if_preset(Json& node, const std::string& kind, const std::string& file, const std::string& ptr) {
+  if (node.is_string()) node = preset_json(kind, node.get<std::string>(), file, ptr);
+}
+
+std::string kind_of_part(const std::string& parent, const std::string& key) {
+  if (parent.empty() && (key == "model" || key == "cluster" || key == "plan")) return key;
+  if (parent == "/cluster" && key == "chip") return "chip";
+  return "";
+}
+
+void apply_override(Json& root, const Override& o, const std::string& file) {
+  const std::string where = "--set " + o.path;
+  if (o.path.empty() || o.path.front() == '.' || o.path.back() == '.') {
+    throw InputError(file, "", where + ": expected a dotted path such as plan.tp");
+  }
+  Json value;
+  try {
+    value = Json::parse(o.value);
+  } catch (const Json::parse_error&) {
+    value = o.value;  // a bare word is a string
+  }
+  Json* node = &root;
+  std::string ptr;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = o.path.find('.', start);
+    const std::string key = o.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) throw InputError(file, "", where + ": empty path component");
+    if (!node->is_object()) throw InputError(file, ptr, where + ": cannot set a field inside a " + std::string(node->type_name()));
+    const std::string parent = ptr;
+    ptr += "/" + key;
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      return;
+    }
+    Json& child = (*node)[key];
+    const std::string kind = kind_of_part(parent, key);
+    if (!kind.empty()) expand_if_preset(child, kind, file, ptr);
+    if (child.is_null()) child = Json::object();
+    node = &child;
+    start = dot + 1;
+  }
+}
+
+ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& ptr) {
+  if (j.is_string()) return parse_chip(preset_json("chip", j.get<std::string>(), file, ptr), file, ptr);
+  ObjectReader r(j, file, ptr);
+  ChipSpec c;
+  c.name = r.string("name");
+  const std::string fam = r.choice("family", {"gpu", "tpu", "cpu"}, "gpu");
+  c.family = fam == "gpu" ? ChipFamily::kGpu : fam == "tpu" ? ChipFamily::kTpu : ChipFamily::kCpu;
+  c.bf16_peak = FlopsPerSec(r.positive_number("bf16_flops_per_s"));
+  c.fp8_peak = FlopsPerSec(r.number_in("fp8_flops_per_s", 0, 1e18, 0));
+  c.hbm_capacity = Bytes(r.positive_int("hbm_bytes"));
+  c.hbm_bandwidth = gbyte_per_s(r.positive_number("hbm_GBps"));
+  c.nvlink_per_gpu = gbyte_per_s(r.number_in("nvlink_GBps_per_gpu", 0, 1e6, 0));
+  c.nic_per_gpu = gbyte_per_s(r.number_in("nic_GBps_per_gpu", 0, 1e6, 0));
+  c.ici_per_link = gbyte_per_s(r.number_in("ici_GBps_per_link", 0, 1e6, 0));
+  r.int_in("ici_ports", 0, 64, 0);
+  c.nvlink_ring_efficiency = r.number_in("nvlink_ring_efficiency", 0.01, 1, 1);
+  c.matmul_efficiency = r.number_in("matmul_efficiency", 0.01, 1, 1);
+  c.attention_efficiency = r.number_in("attention_efficiency", 0.01, 1, 1);
+  c.memory_efficiency = r.number_in("memory_efficiency", 0.01, 1, 1);
+  c.launch_overhead = microseconds(r.number_in("launch_overhead_us", 0, 1e6, 0));
+  c.compute_units = static_cast<int>(r.int_in("compute_units", 1, 1 << 20, 1));
+  c.tile_m = static_cast<int>(r.int_in("tile_m", 1, 1 << 16, 128));
+  c.tile_n = static_cast<int>(r.int_in("tile_n", 1, 1 << 16, 128));
+  c.tile_k = static_cast<int>(r.int_in("tile_k", 1, 1 << 16, 64));
+  c.source = r.string("source", "");
+  r.done();
+  return c;
+}
+
+ModelSpec parse_model(const Json& j, const std::string& file) {
+  if (j.is_string()) {
+    ModelSpec m = parse_model(preset_json("model", j.get<std::string>(), file, "/model"), file);
+    return m;
+  }
+  ObjectReader r(j, file, "/model");
+  ModelSpec m;
+  m.name = r.string("name", "custom");
+  m.layers = r.positive_int("layers");
+  m.hidden = r.positive_int("hidden");
+  m.ffn_hidden = r.positive_int("ffn_hidden");
+  m.heads = r.positive_int("heads");
+  m.kv_heads = r.positive_int("kv_heads", m.heads);
+  m.vocab = r.positive_int("vocab");
+  if (!r.has("head_dim") && m.hidden % m.heads != 0) {
+    r.fail("head_dim", "missing, and hidden (" + std::to_string(m.hidden) + ") is not a multiple of heads (" +
+                           std::to_string(m.heads) + ") to derive it");
+  }
+  m.head_dim = r.positive_int("head_dim", m.hidden / m.heads);
+  m.mlp = r.choice("mlp", {"gelu", "swiglu"}, "swiglu") == "gelu" ? MlpKind::kGelu : MlpKind::kSwiglu;
+  m.norm = r.choice("norm", {"layernorm", "rmsnorm"}, "rmsnorm") == "layernorm" ? NormKind::kLayerNorm
+                                                                                 : NormKind::kRmsNorm;
+  m.position = r.choice("position", {"learned", "rope"}, "rope") == "learned" ? PositionKind::kLearned
+                                                                               : PositionKind::kRope;
+  m.tied_embeddings = r.boolean("tied_embeddings", false);
+  m.source = r.string("source", "");
+  if (r.has("moe")) r.fail("moe", "mixture-of-experts models are not supported yet");
+  r.done();
+  if (m.layers > kMaxLayers) r.fail("layers", "at most " + std::to_string(kMaxLayers) + " layers are supported");
+  for (const char* k : {"hidden", "ffn_hidden", "heads", "vocab", "head_dim"}) {
+    const int64_t v = k == std::string("hidden") ? m.hidden
+                      : k == std::string("ffn_hidden") ? m.ffn_hidden
+                      : k == std::string("heads") ? m.heads
+                      : k == std::string("vocab") ? m.vocab
+                                                  : m.head_dim;
+    if (v > kMaxDim) r.fail(k, "at most " + std::to_string(kMaxDim) + " is supported, got " + std::to_string(v));
+  }
+  if (m.heads % m.kv_heads != 0) {
+    r.fail("kv_heads", "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" +
+                           std::to_string(m.heads) + ")");
+  }
+  return m;
+}
+
+FatTreeSpec parse_fat_tree(ObjectReader& r, const ChipSpec& chip, int64_t devices, ClusterSpec& c) {
+  FatTreeSpec f;
+  f.gpus_per_node = r.int_in("gpus_per_node", 1, 1024, 8);
+  if (devices % f.gpus_per_node != 0) {
+    r.fail("gpus_per_node", "devices (" + std::to_string(devices) + ") is not a multiple of gpus_per_node (" +
+                                std::to_string(f.gpus_per_node) + ")");
+  }
+  const double nvl = r.number_in("nvlink_GBps_per_gpu", 0, 1e6, chip.nvlink_per_gpu.value() / 1e9);
+  if (!(nvl > 0) && f.gpus_per_node > 1) {
+    r.fail("nvlink_GBps_per_gpu", "required: chip " + chip.name + " names no NVLink bandwidth");
+  }
+  f.nvlink_bandwidth = gbyte_per_s(nvl > 0 ? nvl : 1);
+  const double nic = r.number_in("nic_GBps_per_gpu", 0, 1e6, chip.nic_per_gpu.value() / 1e9);
+  if (!(nic > 0)) r.fail("nic_GBps_per_gpu", "required: chip " + chip.name + " names no NIC bandwidth");
+  f.nic_bandwidth = gbyte_per_s(nic);
+  // NCCL ring bus bandwidth over NVLink line rate, from the chip preset.
+  f.nvlink_efficiency = r.number_in("nvlink_efficiency", 0.01, 1, chip.nvlink_ring_efficiency);
+  // Assumed: no measured NIC figure in shared/reference; replace by calibration.
+  f.nic_efficiency = r.number_in("nic_efficiency", 0.01, 1, 0.9);
+  // NCCL's tuning model (src/graph/tuning.cc, hwLat, ring LL128): about 1.9 us
+  // per step over NVLink and 4.0 us over the network; a step crosses two links.
+  f.nvlink_latency = microseconds(r.number_in("nvlink_latency_us", 0, 1e6, 0.95));
+  f.nic_latency = microseconds(r.number_in("nic_latency_us", 0, 1e6, 2.0));
+  f.switch_latency = microseconds(r.number_in("switch_latency_us", 0, 1e6, 0.5));
+  f.rail_optimized = r.boolean("rail_optimized", true);
+  f.nics_per_leaf = r.int_in("nics_per_leaf", 1, 1 << 16, 32);
+  f.tiers = static_cast<int>(r.int_in("tiers", 2, 3, 2));
+  f.leaves_per_pod = r.int_in("leaves_per_pod", 1, 1 << 16, 16);
+  f.oversubscription = r.number_in("oversubscription", 1, 1000, 1);
+  // NCCL tuning model baseLat for ring LL128: about 10 us per collective call.
+  c.collective_base_latency = microseconds(r.number_in("base_latency_us", 0, 1e6, 10.0));
+  return f;
+}
+
+TorusSpec parse_torus(ObjectReader& r, const ChipSpec& chip, int64_t devices, ClusterSpec& c) {
+  TorusSpec t;
+  const Json& dims = r.raw("dims");
+  if (!dims.is_array() || dims.empty() || dims.size() > 6) {
+    r.fail("dims", "expected an array of 1 to 6 positive integers, got " + detail::describe(dims));
+  }
+  int64_t product = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const Json& d = dims[i];
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0 || d.get<int64_t>() > kMaxDevices) {
+      r.fail("dims/" + std::to_string(i), "expected a positive integer up to " + std::to_string(kMaxDevices) +
+                                              ", got " + detail::describe(d));
+    }
+    t.dims.push_back(d.get<int64_t>());
+    product *= t.dims.back();
+    if (product > kMaxDevices) r.fail("dims", "product exceeds " + std::to_string(kMaxDevices) + " devices");
+  }
+  if (product != devices) {
+    r.fail("dims", "product of dims (" + std::to_string(product) + ") differs from devices (" +
+                       std::to_string(devices) + ")");
+  }
+  if (r.has("wraparound")) {
+    const Json& w = r.raw("wraparound");
+    if (!w.is_array() || w.size() != dims.size()) {
+      r.fail("wraparound", "expected an array of " + std::to_string(dims.size()) + " booleans, one per axis");
+    }
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (!w[i].is_boolean()) r.fail("wraparound/" + std::to_string(i), "expected true or false, got " + detail::describe(w[i]));
+      t.wraparound.push_back(w[i].get<bool>());
+    }
+  } else {
+    t.wraparound.assign(dims.size(), true);
+  }
+  const double link = r.number_in("link_GBps", 0, 1e6, chip.ici_per_link.value() / 1e9);
+  if (!(link > 0)) r.fail("link_GBps", "required: chip " + chip.name + " names no ICI link bandwidth");
+  t.link_bandwidth = gbyte_per_s(link);
+  t.link_efficiency = r.number_in("link_efficiency", 0.01, 1, 1.0);
+  // Scaling book rule of thumb: about 1 us per ICI hop.
+  t.hop_latency = microseconds(r.number_in("hop_latency_us", 0, 1e6, 1.0));
+  c.collective_base_latency = microseconds(r.number_in("base_latency_us", 0, 1e6, 0.0));
+  return t;
+}
+
+ClusterSpec parse_cluster(const Json& j, const std::string& file) {
+  if (j.is_string()) return parse_cluster(preset_json("cluster", j.get<std::string>(), file, "/cluster"), file);
+  ObjectReader r(j, file, "/cluster");
+  ClusterSpec c;
+  c.chip = parse_chip(r.raw("chip"), file, "/cluster/chip");
+  c.devices = r.positive_int("devices");
+  if (c.devices > kMaxDevices) r.fail("devices", "at most " + std::to_string(kMaxDevices) + " devices are supported");
+  r.string("source", "");
+  ObjectReader f(r.raw("fabric"), file, "/cluster/fabric");
+  const std::string kind = f.choice("kind", {"torus", "nvswitch_fat_tree"}, "");
+  if (kind == "torus") {
+    c.fabric = FabricKind::kTorus;
+    c.torus = parse_torus(f, c.chip, c.devices, c);
+  } else {
+    c.fabric = FabricKind::kNvswitchFatTree;
+    c.fat_tree = parse_fat_tree(f, c.chip, c.devices, c);
+  }
+  f.done();
+  r.done();
+  return c;
+}
+
+MeshAxis parse_axis(const Json& v, const ObjectReader& r, const std::string& key) {
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (s == "tp") return MeshAxis::kTp;
+    if (s == "cp") return MeshAxis::kCp;
+    if (s == "pp") return MeshAxis::kPp;
+    if (s == "dp") return MeshAxis::kDp;
+  }
+  r.fail(key, "expected one of \"tp\", \"cp\", \"pp\", \"dp\", got " + detail::describe(v));
+}
+
+DType parse_dtype(const std::string& s) {
+  if (s == "fp32") return DType::kFp32;
+  if (s == "fp8") return DType::kFp8;
+  return DType::kBf16;
+}
+
+Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, const ClusterSpec& c) {
+  if (j.is_string()) return parse_plan(preset_json("plan", j.get<std::string>(), file, "/plan"), file, m, c);
+  ObjectReader r(j, file, "/plan");
+  Plan p;
+  const std::string phase = r.choice("phase", {"train", "prefill", "decode"}, "train");
+  if (phase != "train") r.fail("phase", "inference phases are not supported yet; use \"train\"");
+  p.dp = r.positive_int("dp", 1);
+  p.tp = r.positive_int("tp", 1);
+  p.pp = r.positive_int("pp", 1);
+  p.cp = r.positive_int("cp", 1);
+  p.ep = r.positive_int("ep", 1);
+  p.zero = static_cast<int>(r.int_in("zero", 0, 3, 0));
+  p.microbatch_size = r.positive_int("microbatch_size", 1);
+  p.global_batch = r.positive_int("global_batch");
+  p.seq_len = r.positive_int("seq_len");
+  r.choice("schedule", {"1f1b", "gpipe", "interleaved"}, "1f1b");
+  r.positive_int("virtual_stages", 1);
+  const std::string rc = r.choice("recompute", {"none", "selective", "full"}, "none");
+  p.recompute = rc == "none" ? Recompute::kNone : rc == "selective" ? Recompute::kSelective : Recompute::kFull;
+  p.sequence_parallel = r.boolean("sequence_parallel", false);
+  p.fsdp_prefetch = r.boolean("fsdp_prefetch", true);
+  p.grad_bucket_bytes = r.positive_int("grad_bucket_bytes", p.grad_bucket_bytes);
+  p.grad_reduce_dtype = parse_dtype(r.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32"));
+  p.matmul_dtype = parse_dtype(r.choice("matmul_dtype", {"bf16", "fp8"}, "bf16"));
+  if (r.has("mesh_order")) {
+    const Json& mo = r.raw("mesh_order");
+    if (!mo.is_array() || mo.size() != kNumMeshAxes) {
+      r.fail("mesh_order", "expected an array naming each of \"tp\", \"cp\", \"pp\", \"dp\" once, innermost first");
+    }
+    uint8_t seen = 0;
+    for (size_t i = 0; i < mo.size(); ++i) {
+      const MeshAxis a = parse_axis(mo[i], r, "mesh_order/" + std::to_string(i));
+      if (seen & axis_bit(a)) r.fail("mesh_order/" + std::to_string(i), "axis named twice");
+      seen |= axis_bit(a);
+      p.mesh_order[i] = a;
+    }
+  }
+  r.done();
+
+  // Cross-field checks.
+  auto s = [](int64_t x) { return std::to_string(x); };
+  if (p.pp > 1) r.fail("pp", "pipeline parallelism (pp > 1) is not supported yet; use pp = 1");
+  if (p.cp > 1) r.fail("cp", "context parallelism (cp > 1) is not supported yet; use cp = 1");
+  if (p.ep > 1) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
+  if (p.zero == 1 || p.zero == 2) r.fail("zero", "ZeRO stages 1 and 2 are not supported yet; use 0 (DDP) or 3 (FSDP)");
+  if (p.recompute != Recompute::kNone) r.fail("recompute", "activation recomputation is not supported yet; use \"none\"");
+  if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
+    r.fail("matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak");
+  }
+  if (m.heads % p.tp != 0) r.fail("tp", "tp (" + s(p.tp) + ") must divide heads (" + s(m.heads) + ")");
+  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
+    r.fail("tp", "tp (" + s(p.tp) + ") and kv_heads (" + s(m.kv_heads) + ") must divide one another");
+  }
+  if (m.ffn_hidden % p.tp != 0) r.fail("tp", "tp (" + s(p.tp) + ") must divide ffn_hidden (" + s(m.ffn_hidden) + ")");
+  if (m.vocab % p.tp != 0) r.fail("tp", "tp (" + s(p.tp) + ") must divide vocab (" + s(m.vocab) + "); pad the vocabulary");
+  if (p.sequence_parallel && p.seq_len % p.tp != 0) {
+    r.fail("seq_len", "with sequence_parallel, tp (" + s(p.tp) + ") must divide seq_len (" + s(p.seq_len) + ")");
+  }
+  __int128 prod = static_cast<__int128>(p.dp) * p.tp * p.pp * p.cp;
+  if (prod != c.devices) {
+    const std::string got = prod > kMaxDevices ? std::string("more than ") + s(kMaxDevices) : s(static_cast<int64_t>(prod));
+    r.fail_here("dp·tp·pp·cp = " + got + " but the cluster has " + s(c.devices) + " devices");
+  }
+  if (p.global_batch % (p.dp * p.microbatch_size) != 0) {
+    r.fail("global_batch", "global_batch (" + s(p.global_batch) + ") must be a multiple of dp·microbatch_size (" +
+                               s(p.dp * p.microbatch_size) + ")");
+  }
+  const __int128 tokens = static_cast<__int128>(p.global_batch) * p.seq_len;
+  if (tokens > (static_cast<__int128>(1) << 50)) r.fail("global_batch", "global_batch·seq_len exceeds 2^50 tokens");
+  if (p.microbatch_size * p.seq_len > (int64_t{1} << 32)) {
+    r.fail("microbatch_size", "microbatch_size·seq_len exceeds 2^32 tokens");
+  }
+  const __int128 ops = static_cast<__int128>(c.devices) * p.microbatches() * m.layers * 40;
+  if (ops > kMaxOpsEstimate) {
+    r.fail_here("the step would have about " + s(static_cast<int64_t>(std::min<__int128>(ops, INT64_MAX))) +
+                " device-ops, more than the supported " + s(kMaxOpsEstimate) +
+                "; use a larger microbatch_size or fewer devices");
+  }
+  return p;
+}
+
+Json load_root(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
+  Json root = detail::parse_json_text(text, name);
+  if (!root.is_object()) throw InputError(name, "/", "expected a scenario object with model, cluster and plan");
+  for (const auto& o : overrides) apply_override(root, o, name);
+  return root;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
+  Json root = load_root(text, name, overrides);
+  ObjectReader r(root, name, "");
+  Scenario sc;
+  sc.file = name;
+  sc.model = parse_model(r.raw("model"), name);
+  sc.cluster = parse_cluster(r.raw("cluster"), name);
+  sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster);
+  r.string("description", "");
+  r.done();
+  return sc;
+}
+
+Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides) {
+  return parse_scenario(read_file(file), file, overrides);
+}
+
+ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides) {
+  if (find_preset("cluster", file_or_preset)) {
+    Json root = Json::object();
+    root["cluster"] = file_or_preset;
+    for (const auto& o : overrides) apply_override(root, o, file_or_preset);
+    return parse_cluster(root["cluster"], file_or_preset);
+  }
+  Json root = load_root(read_file(file_or_preset), file_or_preset, overrides);
+  if (root.contains("cluster")) return parse_cluster(root["cluster"], file_or_preset);
+  // A bare cluster object: reuse the cluster parser with its own pointer.
+  Json wrapped = Json::object();
+  wrapped["cluster"] = root;
+  return parse_cluster(wrapped["cluster"], file_or_preset);
+}
+
+std::unique_ptr<Topology> build_topology(const ClusterSpec& c) {
+  if (c.fabric == FabricKind::kTorus) return make_torus(c.torus);
+  return make_fat_tree(c.fat_tree, c.devices);
+}
+
+Mesh build_mesh(const Plan& p) {
+  std::array<int64_t, kNumMeshAxes> sizes{};
+  sizes[static_cast<size_t>(MeshAxis::kTp)] = p.tp;
+  sizes[static_cast<size_t>(MeshAxis::kCp)] = p.cp;
+  sizes[static_cast<size_t>(MeshAxis::kPp)] = p.pp;
+  sizes[static_cast<size_t>(MeshAxis::kDp)] = p.dp;
+  return Mesh(sizes, p.mesh_order);
+}
+
+}  // namespace shardsim
