@@ -105,24 +105,11 @@ int cmd_collective(const std::vector<std::string>& args) {
   const Mesh mesh(sizes, order);
   const auto topo = build_topology(cluster);
 
-  ProgramBuilder b;
-  b.add_stream("comm");
-  Op o;
-  o.kind = OpKind::kCollective;
-  o.collective = kind;
-  o.axes = axes;
-  o.comm_bytes = Bytes(size);
-  o.name = b.intern(std::string(to_string(kind)));
-  b.add(o);
-  const Program program = std::move(b).finish();
-
   std::vector<uint32_t> members;
   mesh.group_members(0, axes, members);
-  EngineOptions opt;
-  opt.collective_base_latency = cluster.collective_base_latency;
-  if (!concurrent) opt.active_devices = members;
-  const EngineResult r = simulate(program, mesh, *topo, cluster.chip, opt);
-  const std::string algo = plan_collective(kind, Bytes(size), members, *topo, opt.collective_base_latency).algorithm;
+  const EngineResult r = simulate_collective(kind, Bytes(size), mesh, axes, *topo, cluster.chip,
+                                             cluster.collective_base_latency, concurrent);
+  const std::string algo = plan_collective(kind, Bytes(size), members, *topo, cluster.collective_base_latency).algorithm;
 
   const double t = r.step_time.seconds();
   const double n = static_cast<double>(members.size());

@@ -325,3 +325,26 @@ EngineResult simulate(const Program& program, const Mesh& mesh, const Topology& 
 }
 
 }  // namespace shardsim
+
+namespace shardsim {
+
+EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes,
+                                 const Topology& topo, const ChipSpec& chip, SimTime base_latency,
+                                 bool all_groups) {
+  ProgramBuilder b;
+  b.add_stream("comm");
+  Op o;
+  o.kind = OpKind::kCollective;
+  o.collective = kind;
+  o.axes = axes;
+  o.comm_bytes = size;
+  o.name = b.intern(to_string(kind));
+  b.add(o);
+  const Program program = std::move(b).finish();
+  EngineOptions opt;
+  opt.collective_base_latency = base_latency;
+  if (!all_groups) mesh.group_members(0, axes, opt.active_devices);
+  return simulate(program, mesh, topo, chip, opt);
+}
+
+}  // namespace shardsim

@@ -24,7 +24,7 @@ void ObjectReader::fail_here(const std::string& message) const {
 }
 
 const Json& ObjectReader::get(const std::string& key) {
-  seen_.insert(key);
+  known_.insert(key);
   auto it = j_.find(key);
   if (it == j_.end()) fail(key, "missing required field");
   return *it;
@@ -107,6 +107,7 @@ std::string ObjectReader::string(const std::string& key, const std::string& fall
 std::string ObjectReader::choice(const std::string& key, const std::vector<std::string>& allowed,
                                  const std::string& fallback) {
   const std::string v = has(key) ? string(key) : fallback;
+  if (v.empty() && fallback.empty() && !j_.contains(key)) fail(key, "missing required field");
   for (const auto& a : allowed) {
     if (a == v) return v;
   }
@@ -117,10 +118,10 @@ std::string ObjectReader::choice(const std::string& key, const std::vector<std::
 
 void ObjectReader::done() const {
   for (auto it = j_.begin(); it != j_.end(); ++it) {
-    if (seen_.count(it.key()) == 0) {
+    if (known_.count(it.key()) == 0) {
       std::string known;
-      for (const auto& k : seen_) known += (known.empty() ? "" : ", ") + k;
-      fail(it.key(), "unknown field (known here: " + known + ")");
+      for (const auto& k : known_) known += (known.empty() ? "" : ", ") + k;
+      fail(it.key(), "unknown field (expected one of: " + known + ")");
     }
   }
 }

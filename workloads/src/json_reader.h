@@ -23,7 +23,11 @@ class ObjectReader {
  public:
   ObjectReader(const Json& j, std::string file, std::string ptr);
 
-  bool has(const std::string& key) const { return j_.contains(key); }
+  /// Whether the field is present. Every key asked about counts as known.
+  bool has(const std::string& key) {
+    known_.insert(key);
+    return j_.contains(key);
+  }
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   [[noreturn]] void fail_here(const std::string& message) const;
   std::string path(const std::string& key) const { return ptr_ + "/" + key; }
@@ -48,7 +52,7 @@ class ObjectReader {
   const Json& j_;
   std::string file_;
   std::string ptr_;
-  std::set<std::string> seen_;
+  std::set<std::string> known_;
 };
 
 /// Parses JSON text; malformed text throws InputError with line and column.

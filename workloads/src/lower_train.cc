@@ -38,12 +38,14 @@ class TrainLowering {
     h_ = m_.hidden;
     f_ = m_.ffn_hidden / t_;
     up_n_ = (m_.mlp == MlpKind::kSwiglu ? 2 : 1) * f_;
-    v_ = m_.vocab / t_;
+    v_ = padded_vocab(m_, t_) / t_;
+    vocab_model_ = static_cast<double>(m_.vocab) / static_cast<double>(padded_vocab(m_, t_));
     w_ = dtype_bytes(p_.matmul_dtype);
     const ParamCount pc = count_params(m_);
     layer_params_ = h_ * a_ * d_ + 2 * h_ * kv_ * d_ + a_ * d_ * h_ + (up_n_ + f_) * h_ + pc.per_layer_other;
-    embed_params_ = pc.embedding / t_ + (m_.position == PositionKind::kLearned ? p_.seq_len * h_ : 0);
-    head_params_ = pc.unembedding / t_ + pc.final_norm;
+    const int64_t vocab_rows = v_ * h_;  // this rank's padded slice
+    embed_params_ = (m_.tied_embeddings ? 0 : vocab_rows) + (m_.position == PositionKind::kLearned ? p_.seq_len * h_ : 0);
+    head_params_ = vocab_rows + pc.final_norm;
     b_.add_stream("compute");
     b_.add_stream("tp comm");
     b_.add_stream("dp gather");
@@ -267,7 +269,7 @@ class TrainLowering {
     auto d = after_gather(hu, cur);
     OpId x = b_.add(norm_op("final norm", -1, Pass::kForward), d);
     x = column_parallel_in("head all-gather", -1, Pass::kForward, x);
-    x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x});
+    x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x}, vocab_model_);
     const int64_t logits = T_ * v_ * kAct;
     x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, T_ * v_, logits, T_ * 4, 4, {x});
     if (t_ > 1) x = tp_coll(CollectiveKind::kAllReduce, "loss all-reduce", -1, Pass::kForward, T_ * 8, x);
@@ -344,8 +346,9 @@ class TrainLowering {
       lg.bytes_read = Bytes(logits);
       lg.bytes_written = Bytes(logits);
       OpId x = b_.add(lg, {cur, gathered[static_cast<size_t>(hu)]});
-      const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x});
-      last_wgrad[static_cast<size_t>(hu)] = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x});
+      const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_);
+      last_wgrad[static_cast<size_t>(hu)] =
+          matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_);
       x = column_parallel_grad("head grad all-reduce", -1, dg);
       x = b_.add(norm_op("final norm", -1, Pass::kBackward), {x, last_wgrad[static_cast<size_t>(hu)]});
       unit_end[static_cast<size_t>(hu)] = cur = x;
@@ -450,6 +453,7 @@ class TrainLowering {
   ProgramBuilder b_;
   int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_, w_;
   int64_t layer_params_ = 0, embed_params_ = 0, head_params_ = 0;
+  double vocab_model_ = 1.0;  // model share of the padded vocabulary
   int32_t mb_ = 0;
   bool last_mb_ = false;
   int64_t bucket_bytes_ = 0;

@@ -57,8 +57,9 @@ MemoryReport training_memory(const Scenario& s) {
   const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
   const int64_t layer = m.hidden * (m.heads / t) * m.head_dim * 2 + 2 * m.hidden * kv * m.head_dim +
                         (m.mlp == MlpKind::kSwiglu ? 3 : 2) * m.hidden * (m.ffn_hidden / t) + pc.per_layer_other;
-  const int64_t embed = pc.embedding / t + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
-  const int64_t head = pc.unembedding / t + pc.final_norm;
+  const int64_t vocab_rows = padded_vocab(m, t) / t * m.hidden;
+  const int64_t embed = (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
+  const int64_t head = vocab_rows + pc.final_norm;
   const int64_t params = m.layers * layer + embed + head;
   const bool fsdp = p.zero == 3 && p.dp > 1;
   auto shard = [&](int64_t x, bool sharded) { return sharded ? (x + p.dp - 1) / p.dp : x; };
@@ -72,7 +73,7 @@ MemoryReport training_memory(const Scenario& s) {
   // One microbatch in flight without pipelining.
   add("activations", m.layers * layer_activation_bytes(m, p));
   // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
-  add("logits", p.microbatch_size * p.seq_len * (m.vocab / t) * (2 + 4));
+  add("logits", p.microbatch_size * p.seq_len * (padded_vocab(m, t) / t) * (2 + 4));
   int64_t buffers = 0;
   if (fsdp) buffers += 2 * 2 * std::max({layer, embed, head});  // two gathered units
   if (!fsdp && p.dp > 1) buffers += 2 * p.grad_bucket_bytes;   // DDP buckets in flight

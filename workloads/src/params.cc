@@ -20,4 +20,9 @@ ParamCount count_params(const ModelSpec& m) {
   return c;
 }
 
+int64_t padded_vocab(const ModelSpec& m, int64_t tp) {
+  const int64_t multiple = 128 * tp;
+  return (m.vocab + multiple - 1) / multiple * multiple;
+}
+
 }  // namespace shardsim

@@ -329,7 +329,6 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
     r.fail("tp", "tp (" + s(p.tp) + ") and kv_heads (" + s(m.kv_heads) + ") must divide one another");
   }
   if (m.ffn_hidden % p.tp != 0) r.fail("tp", "tp (" + s(p.tp) + ") must divide ffn_hidden (" + s(m.ffn_hidden) + ")");
-  if (m.vocab % p.tp != 0) r.fail("tp", "tp (" + s(p.tp) + ") must divide vocab (" + s(m.vocab) + "); pad the vocabulary");
   if (p.sequence_parallel && p.seq_len % p.tp != 0) {
     r.fail("seq_len", "with sequence_parallel, tp (" + s(p.tp) + ") must divide seq_len (" + s(p.seq_len) + ")");
   }

@@ -44,4 +44,10 @@ struct ParamCount {
 
 ParamCount count_params(const ModelSpec& m);
 
+/// The vocabulary as tensor parallelism stores it: padded up to a multiple of
+/// 128·tp, as Megatron-LM does (--make-vocab-size-divisible-by 128), so each
+/// rank holds an equal, aligned slice. The padding is executed, not model,
+/// work.
+int64_t padded_vocab(const ModelSpec& m, int64_t tp);
+
 }  // namespace shardsim

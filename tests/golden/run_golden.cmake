@@ -1,0 +1,36 @@
+# Runs one golden case. MODE=scenario: `shardsim simulate CASE --json
+# --no-timing` must exit 0 and print CASE's .expected exactly. MODE=error:
+# the scenario must exit 2, print the one line in .expected on stderr, and
+# write no trace file.
+get_filename_component(dir "${CASE}" DIRECTORY)
+get_filename_component(name "${CASE}" NAME_WE)
+set(expected_file "${dir}/${name}.expected")
+if(NOT EXISTS "${expected_file}")
+  message(FATAL_ERROR "missing ${expected_file}; run tests/update_goldens.sh")
+endif()
+file(READ "${expected_file}" expected)
+if(MODE STREQUAL "scenario")
+  execute_process(COMMAND "${BIN}" simulate "${name}.json" --json --no-timing
+                  WORKING_DIRECTORY "${dir}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "exit ${rc}: ${err}")
+  endif()
+else()
+  file(MAKE_DIRECTORY "${WORKDIR}")
+  set(trace "${WORKDIR}/${name}.trace.json")
+  file(REMOVE "${trace}")
+  execute_process(COMMAND "${BIN}" simulate "${name}.json" --json --trace "${trace}"
+                  WORKING_DIRECTORY "${dir}" RESULT_VARIABLE rc OUTPUT_VARIABLE stdout_text ERROR_VARIABLE out)
+  if(NOT rc EQUAL 2)
+    message(FATAL_ERROR "expected exit 2, got ${rc}: ${out}")
+  endif()
+  if(EXISTS "${trace}")
+    message(FATAL_ERROR "a trace file was written for bad input")
+  endif()
+  if(NOT stdout_text STREQUAL "")
+    message(FATAL_ERROR "bad input printed a result: ${stdout_text}")
+  endif()
+endif()
+if(NOT out STREQUAL expected)
+  message(FATAL_ERROR "output differs from ${expected_file}\n--- expected\n${expected}\n--- got\n${out}")
+endif()

@@ -1,0 +1,151 @@
+// Property tests of collectives alone on the fabric: closed-form α-β times,
+// bandwidth monotonicity, contention, and conservation of bytes.
+#include <gtest/gtest.h>
+
+#include "shardsim/sim/collective.h"
+#include "shardsim/sim/engine.h"
+#include "shardsim/topology/mesh.h"
+#include "shardsim/topology/topology.h"
+
+namespace shardsim {
+namespace {
+
+constexpr uint8_t kTp = axis_bit(MeshAxis::kTp);
+constexpr uint8_t kDp = axis_bit(MeshAxis::kDp);
+
+Mesh mesh(int64_t tp, int64_t dp) {
+  return Mesh({tp, 1, 1, dp}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+}
+
+FatTreeSpec gpu_fabric(double nvlink_GBps = 450, double nic_GBps = 50) {
+  FatTreeSpec f;
+  f.nvlink_bandwidth = gbyte_per_s(nvlink_GBps);
+  f.nic_bandwidth = gbyte_per_s(nic_GBps);
+  f.nvlink_latency = microseconds(0.95);
+  f.nic_latency = microseconds(2);
+  f.switch_latency = microseconds(0.5);
+  f.nics_per_leaf = 4;
+  return f;
+}
+
+TorusSpec torus(std::vector<int64_t> dims, double link_GBps = 45) {
+  TorusSpec t;
+  t.dims = dims;
+  t.wraparound.assign(dims.size(), true);
+  t.link_bandwidth = gbyte_per_s(link_GBps);
+  t.hop_latency = microseconds(1);
+  return t;
+}
+
+double seconds(CollectiveKind k, int64_t bytes, const Mesh& m, uint8_t axes, const Topology& t,
+               SimTime base = SimTime(), bool all = false) {
+  return simulate_collective(k, Bytes(bytes), m, axes, t, ChipSpec{}, base, all).step_time.seconds();
+}
+
+// A lone ring all-gather of S bytes on p devices: (p-1)/p·S/B + (p-1)·α.
+TEST(CollectiveClosedForm, RingAllGatherInsideANode) {
+  const auto topo = make_fat_tree(gpu_fabric(), 8);
+  const double S = 256e6, B = 450e9, alpha = 2 * 0.95e-6, p = 8;
+  const double expect = (p - 1) / p * S / B + (p - 1) * alpha;
+  EXPECT_NEAR(seconds(CollectiveKind::kAllGather, 256'000'000, mesh(8, 1), kTp, *topo), expect, expect * 0.01);
+}
+
+TEST(CollectiveClosedForm, RingAllReduceAcrossNodesWithBaseLatency) {
+  const auto topo = make_fat_tree(gpu_fabric(), 64);
+  const double S = 1e9, B = 50e9, alpha = 2 * 2e-6, p = 8, base = 10e-6;
+  const double expect = 2 * (p - 1) / p * S / B + 2 * (p - 1) * alpha + base;
+  // dp group of device 0: one GPU per node over 8 nodes (same rail leaf).
+  EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 1'000'000'000, mesh(8, 8), kDp, *topo, microseconds(10)), expect,
+              expect * 0.01);
+}
+
+TEST(CollectiveClosedForm, BidirectionalTorusRingHalvesTheBandwidthTerm) {
+  const auto topo = make_torus(torus({16}));
+  const double S = 1e9, B = 45e9, p = 16, alpha = 1e-6;
+  const double expect = (p - 1) / p * S / (2 * B) + (p - 1) * alpha;
+  EXPECT_NEAR(seconds(CollectiveKind::kAllGather, 1'000'000'000, mesh(1, 16), kDp, *topo), expect, expect * 0.01);
+}
+
+TEST(CollectiveClosedForm, TwoAxisTorusAllReduceMovesEachAxisInTurn) {
+  const auto topo = make_torus(torus({4, 4}));
+  const double S = 64e6, B = 45e9, alpha = 1e-6;
+  // Reduce-scatter along x on S, along y on S/4; all-gather back.
+  const double x = 3.0 / 4 * S / (2 * B) + 3 * alpha;
+  const double y = 3.0 / 4 * (S / 4) / (2 * B) + 3 * alpha;
+  const double expect = 2 * (x + y);
+  EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 64'000'000, mesh(1, 16), kDp, *topo), expect, expect * 0.01);
+}
+
+TEST(CollectiveClosedForm, HierarchicalAllGatherUsesTheNetworkForOneShardPerNode) {
+  const auto topo = make_fat_tree(gpu_fabric(), 16);
+  const double S = 512e6;
+  // Inter-node rings of 2 on S/8, then NVLink rings of 8 on S.
+  const double expect = 1.0 / 2 * (S / 8) / 50e9 + 1 * 4e-6 + 7.0 / 8 * S / 450e9 + 7 * 1.9e-6;
+  EXPECT_NEAR(seconds(CollectiveKind::kAllGather, 512'000'000, mesh(1, 16), kDp, *topo), expect, expect * 0.01);
+}
+
+TEST(CollectiveProperties, DoublingBandwidthNeverSlowsALoneCollective) {
+  for (auto kind : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter, CollectiveKind::kAllReduce,
+                    CollectiveKind::kAllToAll, CollectiveKind::kBroadcast}) {
+    for (int64_t bytes : {int64_t{4096}, int64_t{1} << 20, int64_t{1} << 30}) {
+      double last = 1e30;
+      for (double nic : {12.5, 25.0, 50.0, 100.0, 200.0}) {
+        const auto topo = make_fat_tree(gpu_fabric(450, nic), 32);
+        const double t = seconds(kind, bytes, mesh(1, 32), kDp, *topo);
+        EXPECT_LE(t, last * (1 + 1e-9)) << to_string(kind) << " " << bytes << " at " << nic;
+        last = t;
+      }
+    }
+  }
+}
+
+TEST(CollectiveProperties, TwoRingsThroughOneLinkEachTakeAboutTwiceAsLong) {
+  // Two tp groups of 4 on a 1D torus of 8 without wraparound: their rings'
+  // closing flows cross the same links. Compare with one group alone.
+  TorusSpec spec = torus({8});
+  spec.wraparound = {false};
+  const auto topo = make_torus(spec);
+  const double alone = seconds(CollectiveKind::kAllGather, 1'000'000'000, mesh(8, 1), kTp, *topo);
+  // Two overlapping rings: groups {0,2,4,6} and {1,3,5,7} interleaved.
+  const Mesh interleaved = mesh(2, 4);
+  const double one = seconds(CollectiveKind::kAllGather, 1'000'000'000, interleaved, kDp, *topo);
+  const double both = seconds(CollectiveKind::kAllGather, 1'000'000'000, interleaved, kDp, *topo, SimTime(), true);
+  EXPECT_GT(alone, 0);
+  EXPECT_NEAR(both / one, 2.0, 0.05);
+}
+
+TEST(CollectiveProperties, OversubscribedAllToAllSlowsDown) {
+  FatTreeSpec full = gpu_fabric();
+  FatTreeSpec over = gpu_fabric();
+  over.oversubscription = 4;
+  const auto a = make_fat_tree(full, 64);
+  const auto b = make_fat_tree(over, 64);
+  const double ta = seconds(CollectiveKind::kAllToAll, 1 << 30, mesh(1, 64), kDp, *a);
+  const double tb = seconds(CollectiveKind::kAllToAll, 1 << 30, mesh(1, 64), kDp, *b);
+  EXPECT_GT(tb, 1.5 * ta);
+}
+
+TEST(CollectiveProperties, BytesAreConservedOverLinks) {
+  const auto topo = make_torus(torus({4, 4}));
+  const Mesh m = mesh(1, 16);
+  const EngineResult r = simulate_collective(CollectiveKind::kAllGather, Bytes(16'000'000), m, kDp, *topo,
+                                             ChipSpec{}, SimTime(), false);
+  double link_sum = 0;
+  for (double b : r.link_bytes) link_sum += b;
+  EXPECT_NEAR(link_sum, r.flow_byte_hops, 1e-6 * link_sum);
+  // Every device sends (p-1)/p·S in an all-gather: here over one hop each.
+  EXPECT_NEAR(link_sum, 16 * 15.0 / 16 * 16e6, 1.0);
+}
+
+TEST(CollectivePlan, AlgorithmFollowsTheGroupShape) {
+  const auto topo = make_fat_tree(gpu_fabric(), 32);
+  std::vector<DeviceId> node{0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<DeviceId> rail{0, 8, 16, 24};
+  std::vector<DeviceId> two_nodes{0, 1, 8, 9};
+  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), node, *topo, SimTime()).algorithm, "ring (nvlink)");
+  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), rail, *topo, SimTime()).algorithm, "ring (network)");
+  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), two_nodes, *topo, SimTime()).phases.size(), 4u);
+}
+
+}  // namespace
+}  // namespace shardsim

@@ -1,0 +1,125 @@
+// Engine properties: critical path, determinism, overlap, breakdown.
+#include <gtest/gtest.h>
+
+#include "shardsim/sim/compute_model.h"
+#include "shardsim/sim/engine.h"
+#include "shardsim/viz/chrome_trace.h"
+#include "shardsim/viz/result_json.h"
+#include "step_runner.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+ChipSpec simple_chip() {
+  ChipSpec c;
+  c.bf16_peak = FlopsPerSec(1e12);
+  c.hbm_bandwidth = BytesPerSec(1e12);
+  return c;
+}
+
+// A DAG of compute ops only takes exactly its critical path.
+TEST(Engine, ComputeOnlyDagTakesItsCriticalPath) {
+  ProgramBuilder b;
+  b.add_stream("a");
+  b.add_stream("b");
+  auto op = [&](StreamId s, double gflop) {
+    Op o;
+    o.compute = ComputeKind::kAttention;
+    o.stream = s;
+    o.flops = Flops(gflop * 1e9);
+    return o;
+  };
+  const OpId x = b.add(op(0, 1));       // 1 ms
+  const OpId y = b.add(op(1, 5), {});   // 5 ms on the other stream
+  const OpId z = b.add(op(0, 2), {x});  // after x: 3 ms total
+  b.add(op(0, 1), {y, z});              // after both: 6 ms
+  const Program p = std::move(b).finish();
+  const Mesh m({1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+  TorusSpec t;
+  t.dims = {2};
+  t.wraparound = {false};
+  t.link_bandwidth = gbyte_per_s(1);
+  const auto topo = make_torus(t);
+  const EngineResult r = simulate(p, m, *topo, simple_chip(), EngineOptions{});
+  EXPECT_EQ(r.step_time.ps(), 6'000'000'000);
+}
+
+const char* kSmall = R"({"model": {"name": "tiny", "layers": 4, "hidden": 1024, "ffn_hidden": 4096, "heads": 16,
+  "kv_heads": 4, "vocab": 32000}, "cluster": "dgx-h100-64",
+  "plan": {"dp": 8, "tp": 8, "zero": 3, "sequence_parallel": true, "global_batch": 32, "seq_len": 2048}})";
+
+TEST(Engine, SameScenarioGivesByteIdenticalResultAndTrace) {
+  const Scenario s = testing::scenario(kSmall);
+  StepRun a = run_training_step(s, {0, 1, 8});
+  StepRun b = run_training_step(s, {0, 1, 8});
+  a.report.sim.wall_s = b.report.sim.wall_s = 0;
+  EXPECT_EQ(step_report_json(a.report), step_report_json(b.report));
+  EXPECT_EQ(chrome_trace_json(a.program, a.timeline), chrome_trace_json(b.program, b.timeline));
+  EXPECT_FALSE(a.timeline.flows.empty());
+}
+
+TEST(Engine, BreakdownSumsToStepTime) {
+  for (const char* zero : {"0", "3"}) {
+    const Scenario s = testing::scenario(kSmall, {{"plan.zero", zero}});
+    const StepRun r = run_training_step(s, {});
+    const auto& b = r.report.breakdown;
+    EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.bubble_s + b.other_s, r.report.step_time_s,
+                1e-9 * r.report.step_time_s);
+    EXPECT_GT(r.report.mfu, 0);
+    EXPECT_LT(r.report.mfu, 1);
+  }
+}
+
+TEST(Engine, FsdpPrefetchIsNeverSlower) {
+  for (const char* tp : {"1", "8"}) {
+    for (const char* mb : {"1", "4"}) {
+      const std::vector<Override> base{{"plan.tp", tp}, {"plan.dp", tp[0] == '1' ? "64" : "8"},
+                                       {"plan.microbatch_size", mb}, {"plan.sequence_parallel", "false"},
+                                       {"plan.global_batch", "256"}};
+      auto with = base;
+      with.push_back({"plan.fsdp_prefetch", "true"});
+      auto without = base;
+      without.push_back({"plan.fsdp_prefetch", "false"});
+      const double t_with = run_training_step(testing::scenario(kSmall, with), {}).report.step_time_s;
+      const double t_without = run_training_step(testing::scenario(kSmall, without), {}).report.step_time_s;
+      EXPECT_LE(t_with, t_without) << "tp " << tp << " mb " << mb;
+    }
+  }
+}
+
+TEST(Engine, DataParallelGradientReductionOverlapsBackward) {
+  // With DDP the gradient all-reduce of most buckets hides behind backward:
+  // the exposed communication is smaller than the all-reduce time alone.
+  const Scenario s = testing::scenario(kSmall, {{"plan.zero", "0"}, {"plan.tp", "1"}, {"plan.dp", "64"},
+                                                {"plan.sequence_parallel", "false"}, {"plan.global_batch", "64"},
+                                                {"plan.grad_bucket_bytes", "20000000"}});
+  const StepRun r = run_training_step(s, {});
+  EXPECT_GT(r.report.breakdown.compute_s, r.report.breakdown.exposed_comm_s);
+}
+
+TEST(ComputeModel, WaveQuantizationPenalizesAPartialLastWave) {
+  ChipSpec c;
+  c.compute_units = 132;
+  c.tile_m = 128;
+  c.tile_n = 256;
+  c.tile_k = 64;
+  // 132 tiles fill one wave exactly; 133 need a second, nearly empty one.
+  EXPECT_DOUBLE_EQ(matmul_quantization_efficiency(128 * 12, 256 * 11, 4096, 1, c), 1.0);
+  EXPECT_NEAR(matmul_quantization_efficiency(128 * 133, 256, 4096, 1, c), 133.0 / 264, 1e-12);
+  // Large matmuls approach 1.
+  EXPECT_GT(matmul_quantization_efficiency(16384, 16384, 16384, 1, c), 0.95);
+}
+
+TEST(ComputeModel, MemoryBoundOpsFollowHbmBandwidth) {
+  ChipSpec c = simple_chip();
+  c.memory_efficiency = 0.5;
+  Op o;
+  o.compute = ComputeKind::kElementwise;
+  o.bytes_read = Bytes(1'000'000'000);
+  o.bytes_written = Bytes(1'000'000'000);
+  EXPECT_EQ(compute_time(o, c).ps(), 4'000'000'000);  // 2 GB at 0.5 TB/s: 4 ms
+}
+
+}  // namespace
+}  // namespace shardsim

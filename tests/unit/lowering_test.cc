@@ -1,0 +1,114 @@
+// Conservation of FLOPs: the lowered program's model FLOPs, summed over all
+// devices, equal the closed form 6·N·tokens + causal attention term, for
+// several models and plans.
+#include <gtest/gtest.h>
+
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/memory.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+struct Case {
+  const char* model;
+  const char* cluster;
+  const char* plan;
+};
+
+double program_model_flops(const Program& p) {
+  double f = 0;
+  for (const Op& o : p.ops()) f += o.model_flops.value();
+  return f;
+}
+
+class FlopConservation : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FlopConservation, ProgramMatchesClosedForm) {
+  const Case c = GetParam();
+  const std::string json = std::string(R"({"model": ")") + c.model + R"(", "cluster": )" + c.cluster +
+                           R"(, "plan": )" + c.plan + "}";
+  const Scenario s = testing::scenario(json);
+  const Program p = lower_training_step(s);
+  const double per_device = program_model_flops(p);
+  const double total = per_device * static_cast<double>(s.cluster.devices);
+  const double expect = closed_form_model_flops(s.model, s.plan);
+  EXPECT_NEAR(total / expect, 1.0, 1e-9) << c.model << " " << c.plan;
+}
+
+const char* kH100x64 = R"({"chip": "h100-sxm", "devices": 64, "fabric": {"kind": "nvswitch_fat_tree"}})";
+const char* kH100x16 = R"({"chip": "h100-sxm", "devices": 16, "fabric": {"kind": "nvswitch_fat_tree"}})";
+const char* kV5e = R"("tpu-v5e-256")";
+
+INSTANTIATE_TEST_SUITE_P(
+    Presets, FlopConservation,
+    ::testing::Values(
+        Case{"llama3-8b", kH100x64, R"({"dp": 64, "zero": 3, "global_batch": 128, "seq_len": 2048})"},
+        Case{"llama3-8b", kH100x64,
+             R"({"dp": 8, "tp": 8, "sequence_parallel": true, "global_batch": 16, "seq_len": 4096})"},
+        Case{"llama2-7b", kH100x64, R"({"dp": 16, "tp": 4, "global_batch": 32, "seq_len": 4096, "microbatch_size": 2})"},
+        Case{"gpt3-175b", kH100x16, R"({"dp": 2, "tp": 8, "global_batch": 4, "seq_len": 2048})"},
+        Case{"llama3-405b", kH100x16, R"({"dp": 1, "tp": 16, "global_batch": 1, "seq_len": 1024})"},
+        Case{"llama2-70b", kV5e, R"({"dp": 32, "tp": 8, "zero": 3, "global_batch": 32, "seq_len": 2048})"}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string n = std::string(info.param.model) + "_" + std::to_string(info.index);
+      for (char& ch : n) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return n;
+    });
+
+TEST(Params, MatchPublishedSizes) {
+  // Llama 3 8B has 8.03B parameters, 70B 70.6B, 405B 405.9B; GPT-3 175B.
+  auto total = [](const char* name) {
+    const Scenario s = testing::scenario(std::string(R"({"model": ")") + name +
+                                         R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
+    return static_cast<double>(count_params(s.model).total(s.model.layers));
+  };
+  EXPECT_NEAR(total("llama3-8b") / 1e9, 8.03, 0.01);
+  EXPECT_NEAR(total("llama3-70b") / 1e9, 70.55, 0.05);
+  EXPECT_NEAR(total("llama3-405b") / 1e9, 405.8, 0.2);
+  EXPECT_NEAR(total("gpt3-175b") / 1e9, 174.6, 0.3);
+}
+
+TEST(Memory, GptLayerActivationsAreKorthikanti34sbh) {
+  // Without tensor parallelism, fused attention: 34·s·b·h bytes per layer
+  // (plus the 4-byte log-sum-exp per head and token).
+  const Scenario s = testing::scenario(
+      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
+  const double sbh = 2048.0 * 12288;
+  const double lse = 4.0 * 2048 * 96;
+  EXPECT_DOUBLE_EQ(static_cast<double>(layer_activation_bytes(s.model, s.plan)), 34 * sbh + lse);
+  // With tp = 8 and no sequence parallelism: (10 + 24/t)·s·b·h.
+  const Scenario t = testing::scenario(
+      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "global_batch": 64, "seq_len": 2048}})");
+  EXPECT_DOUBLE_EQ(static_cast<double>(layer_activation_bytes(t.model, t.plan)), (10 + 24.0 / 8) * sbh + lse / 8);
+  // With sequence parallelism everything is split: 34/t.
+  const Scenario u = testing::scenario(
+      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "sequence_parallel": true, "global_batch": 64, "seq_len": 2048}})");
+  EXPECT_DOUBLE_EQ(static_cast<double>(layer_activation_bytes(u.model, u.plan)), 34.0 / 8 * sbh + lse / 8);
+}
+
+TEST(Lowering, TensorParallelAddsFourCollectivesPerLayerAndMicrobatch) {
+  const Scenario s = testing::scenario(
+      R"({"model": "llama3-8b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "global_batch": 16, "seq_len": 2048}})");
+  const Program p = lower_training_step(s);
+  int tp_collectives = 0;
+  for (const Op& o : p.ops()) {
+    if (o.kind == OpKind::kCollective && o.axes == axis_bit(MeshAxis::kTp) && o.layer >= 0) ++tp_collectives;
+  }
+  EXPECT_EQ(tp_collectives, 4 * 32 * 2);  // 2 forward + 2 backward, 32 layers, 2 microbatches
+}
+
+TEST(Lowering, DependenciesPointBackwards) {
+  const Scenario s = testing::scenario(
+      R"({"model": "llama3-8b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "zero": 3, "global_batch": 128, "seq_len": 2048}})");
+  const Program p = lower_training_step(s);
+  for (OpId i = 0; i < p.size(); ++i) {
+    for (OpId d : p.deps(i)) EXPECT_LT(d, i);
+    for (OpId n : p.succs(i)) EXPECT_GT(n, i);
+  }
+}
+
+}  // namespace
+}  // namespace shardsim

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Regenerates tests/golden/*/*.expected from the current build. Review the
+# diff like code before committing it.
+#   tests/update_goldens.sh [path/to/shardsim]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${1:-$here/../build/cli/shardsim}
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+cd "$here/golden/scenarios"
+for f in *.json; do
+  "$bin" simulate "$f" --json --no-timing > "${f%.json}.expected"
+done
+cd "$here/golden/errors"
+for f in *.json; do
+  set +e
+  "$bin" simulate "$f" --json 2> "${f%.json}.expected" > /dev/null
+  rc=$?
+  set -e
+  if [ "$rc" -ne 2 ]; then echo "error case $f exited $rc, expected 2" >&2; exit 1; fi
+done
+echo "goldens regenerated with $bin"
