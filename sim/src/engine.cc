@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <unordered_map>
 
 #include "shardsim/core/error.h"
 #include "shardsim/sim/collective.h"
@@ -34,10 +35,31 @@ struct Later {
   }
 };
 
-struct CollectiveRun {
-  OpId op = 0;
+/// Plans depend only on the collective, its size and its group, so the
+/// instances of one layer's collective across microbatches share a plan.
+struct PlanKey {
+  uint64_t bytes;
+  uint32_t group;
+  uint8_t axes;
+  CollectiveKind kind;
+  bool operator==(const PlanKey&) const = default;
+};
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    uint64_t h = k.bytes * 0x9E3779B97F4A7C15ull;
+    h ^= (static_cast<uint64_t>(k.group) << 16 | static_cast<uint64_t>(k.axes) << 8 |
+          static_cast<uint64_t>(k.kind)) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h);
+  }
+};
+struct CachedPlan {
   std::vector<DeviceId> members;
   CollectivePlan plan;
+};
+
+struct CollectiveRun {
+  OpId op = 0;
+  const CachedPlan* cached = nullptr;
   size_t phase = 0;
   size_t pending = 0;
   bool in_use = false;
@@ -183,16 +205,22 @@ class Engine {
     CollectiveRun& r = runs_[id];
     r.in_use = true;
     r.op = op;
-    r.members.clear();
-    mesh_.group_members(any_member, o.axes, r.members);
-    r.plan = plan_collective(o.collective, o.comm_bytes, r.members, topo_, opt_.collective_base_latency);
+    const PlanKey key{static_cast<uint64_t>(o.comm_bytes.value()),
+                      static_cast<uint32_t>(mesh_.group_index(any_member, o.axes)), o.axes, o.collective};
+    auto [it, fresh] = plans_.try_emplace(key);
+    if (fresh) {
+      mesh_.group_members(any_member, o.axes, it->second.members);
+      it->second.plan =
+          plan_collective(o.collective, o.comm_bytes, it->second.members, topo_, opt_.collective_base_latency);
+    }
+    r.cached = &it->second;
     r.phase = 0;
-    for (DeviceId m : r.members) {
+    for (DeviceId m : r.cached->members) {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
       ++c.comm_active;
     }
-    if (r.plan.phases.empty()) {
+    if (r.cached->plan.phases.empty()) {
       complete(id);
       return;
     }
@@ -201,7 +229,7 @@ class Engine {
 
   void start_phase(uint32_t id) {
     CollectiveRun& r = runs_[id];
-    const CollectivePhase& ph = r.plan.phases[r.phase];
+    const CollectivePhase& ph = r.cached->plan.phases[r.phase];
     r.pending = ph.flows.size();
     for (const FlowSpec& f : ph.flows) {
       net_.add(f.src, f.dst, f.bytes, id, now_);
@@ -220,12 +248,12 @@ class Engine {
     }
     result_.flow_byte_hops += net_.bytes(f) * static_cast<double>(net_.hops(f));
     net_.finish(f);
-    if (--r.pending == 0) push(now_ + r.plan.phases[r.phase].latency, EvType::kPhaseEnd, id, 0);
+    if (--r.pending == 0) push(now_ + r.cached->plan.phases[r.phase].latency, EvType::kPhaseEnd, id, 0);
   }
 
   void phase_end(uint32_t id) {
     CollectiveRun& r = runs_[id];
-    if (++r.phase < r.plan.phases.size()) {
+    if (++r.phase < r.cached->plan.phases.size()) {
       start_phase(id);
       return;
     }
@@ -235,17 +263,17 @@ class Engine {
   void complete(uint32_t id) {
     CollectiveRun& r = runs_[id];
     const OpId op = r.op;
-    for (DeviceId m : r.members) {
+    // end_op may launch new collectives that reuse this slot; the cached
+    // plan (and its member list) outlives it.
+    const CachedPlan* cached = r.cached;
+    for (DeviceId m : cached->members) {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
       --c.comm_active;
     }
-    // end_op may launch new collectives that reuse this slot: take members.
-    const std::vector<DeviceId> members = std::move(r.members);
-    r.members = {};
     r.in_use = false;
     free_runs_.push_back(id);
-    for (DeviceId m : members) end_op(m, op);
+    for (DeviceId m : cached->members) end_op(m, op);
   }
 
   void end_op(uint32_t d, OpId op) {
@@ -309,6 +337,7 @@ class Engine {
   std::vector<int> trace_index_;
   std::vector<std::vector<SimTime>> trace_starts_;
   std::vector<uint8_t> active_;
+  std::unordered_map<PlanKey, CachedPlan, PlanKeyHash> plans_;
   std::vector<CollectiveRun> runs_;
   std::vector<uint32_t> free_runs_;
   std::priority_queue<Event, std::vector<Event>, Later> queue_;

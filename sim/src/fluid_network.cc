@@ -16,7 +16,6 @@ FluidNetwork::FluidNetwork(const Topology& topo) : topo_(topo) {
   link_mark_.assign(n, 0);
   cap_left_.assign(n, 0.0);
   unfixed_.assign(n, 0);
-  key_version_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) capacity_[i] = topo.link(static_cast<LinkId>(i)).bandwidth.value();
 }
 
@@ -68,6 +67,18 @@ void FluidNetwork::finish(FlowId id) {
   --active_;
 }
 
+void FluidNetwork::heap_push(ShareKey k) {
+  heap_.push_back(k);
+  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+}
+
+FluidNetwork::ShareKey FluidNetwork::heap_pop() {
+  std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+  const ShareKey k = heap_.back();
+  heap_.pop_back();
+  return k;
+}
+
 void FluidNetwork::advance(Flow& fl, SimTime now) {
   const double dt = (now - fl.last).seconds();
   fl.remaining = std::max(0.0, fl.remaining - fl.rate * dt);
@@ -104,25 +115,25 @@ void FluidNetwork::update(SimTime now, std::vector<Finish>& out) {
   for (FlowId f : comp_flows_) advance(flows_[f], now);
   // 3. Progressive filling: repeatedly saturate the link with the smallest
   //    fair share, fixing the rate of every flow still unfixed on it.
-  struct Key {
-    double share;
-    LinkId link;
-    uint32_t version;
-    bool operator>(const Key& o) const { return share != o.share ? share > o.share : link > o.link; }
-  };
-  std::priority_queue<Key, std::vector<Key>, std::greater<>> heap;
+  heap_.clear();
+  //    Fixing a flow at the smallest share s takes s from each of its other
+  //    links, whose share c/n was at least s, so their share (c-s)/(n-1) can
+  //    only grow. Heap keys are therefore lower bounds: a popped link whose
+  //    share has grown is pushed back with its current share (lazy update).
   for (LinkId l : comp_links_) {
     cap_left_[l] = capacity_[l];
     unfixed_[l] = static_cast<uint32_t>(link_flows_[l].size());
-    ++key_version_[l];
-    if (unfixed_[l] > 0) heap.push({cap_left_[l] / unfixed_[l], l, key_version_[l]});
+    if (unfixed_[l] > 0) heap_push({cap_left_[l] / unfixed_[l], l});
   }
   for (FlowId f : comp_flows_) flow_mark_[f] = 2;  // 2: unfixed, 0: fixed
-  while (!heap.empty()) {
-    const Key k = heap.top();
-    heap.pop();
-    if (k.version != key_version_[k.link] || unfixed_[k.link] == 0) continue;
-    const double share = std::max(0.0, k.share);
+  while (!heap_.empty()) {
+    const ShareKey k = heap_pop();
+    if (unfixed_[k.link] == 0) continue;
+    const double share = std::max(0.0, cap_left_[k.link]) / unfixed_[k.link];
+    if (share > k.share * (1 + 1e-12)) {
+      heap_push({share, k.link});
+      continue;
+    }
     for (FlowId f : link_flows_[k.link]) {
       if (flow_mark_[f] != 2) continue;
       flow_mark_[f] = 0;
@@ -131,8 +142,6 @@ void FluidNetwork::update(SimTime now, std::vector<Finish>& out) {
       for (LinkId l : fl.route) {
         cap_left_[l] -= share;
         --unfixed_[l];
-        ++key_version_[l];
-        if (unfixed_[l] > 0) heap.push({std::max(0.0, cap_left_[l]) / unfixed_[l], l, key_version_[l]});
       }
     }
   }

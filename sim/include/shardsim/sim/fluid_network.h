@@ -63,6 +63,15 @@ class FluidNetwork {
     bool active = false;
   };
   void advance(Flow& fl, SimTime now);
+  /// A link's fair share when it was pushed (a lower bound of its share).
+  struct ShareKey {
+    double share;
+    LinkId link;
+    bool operator>(const ShareKey& o) const { return share != o.share ? share > o.share : link > o.link; }
+  };
+  void heap_push(ShareKey k);
+  ShareKey heap_pop();
+  std::vector<ShareKey> heap_;
 
   const Topology& topo_;
   std::vector<Flow> flows_;
@@ -78,7 +87,6 @@ class FluidNetwork {
   std::vector<FlowId> comp_flows_;
   std::vector<double> cap_left_;
   std::vector<uint32_t> unfixed_;
-  std::vector<uint32_t> key_version_;
   size_t active_ = 0;
 };
 
