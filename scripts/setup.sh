@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs every Debian package shardsim needs to build, test and benchmark.
+# Run as root on Debian 12 (or with sudo). Safe to run again.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+  build-essential cmake pkg-config git ca-certificates \
+  nlohmann-json3-dev libboost-graph-dev libsimgrid-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev \
+  libopenmpi-dev openmpi-bin libopenblas-dev >/dev/null
+echo "shardsim: dependencies installed"
