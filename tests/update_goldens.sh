@@ -18,4 +18,18 @@ for f in *.json; do
   set -e
   if [ "$rc" -ne 2 ]; then echo "error case $f exited $rc, expected 2" >&2; exit 1; fi
 done
+cd "$here/golden/commands"
+for f in *.args; do
+  read -r -a argv < "$f"
+  set +e
+  out=$("$bin" "${argv[@]}" 2>/tmp/shardsim_golden_err.$$)
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ]; then
+    printf 'exit %s\n%s\n' "$rc" "$out" > "${f%.args}.expected"
+  else
+    { printf 'exit %s\n' "$rc"; cat /tmp/shardsim_golden_err.$$; } > "${f%.args}.expected"
+  fi
+  rm -f /tmp/shardsim_golden_err.$$
+done
 echo "goldens regenerated with $bin"
