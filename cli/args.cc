@@ -16,16 +16,26 @@ int64_t parse_bytes(const std::string& flag, const std::string& text) {
   if (end != num.c_str() + num.size() || !(v > 0)) throw UsageError(want);
   const std::string unit = text.substr(i);
   double mul = 0;
-  if (unit.empty() || unit == "B") mul = 1;
-  else if (unit == "kB" || unit == "KB") mul = 1e3;
-  else if (unit == "MB") mul = 1e6;
-  else if (unit == "GB") mul = 1e9;
-  else if (unit == "TB") mul = 1e12;
-  else if (unit == "KiB") mul = 1024.0;
-  else if (unit == "MiB") mul = 1024.0 * 1024;
-  else if (unit == "GiB") mul = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB") mul = 1024.0 * 1024 * 1024 * 1024;
-  else throw UsageError(want);
+  if (unit.empty() || unit == "B")
+    mul = 1;
+  else if (unit == "kB" || unit == "KB")
+    mul = 1e3;
+  else if (unit == "MB")
+    mul = 1e6;
+  else if (unit == "GB")
+    mul = 1e9;
+  else if (unit == "TB")
+    mul = 1e12;
+  else if (unit == "KiB")
+    mul = 1024.0;
+  else if (unit == "MiB")
+    mul = 1024.0 * 1024;
+  else if (unit == "GiB")
+    mul = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB")
+    mul = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw UsageError(want);
   const double bytes = std::round(v * mul);
   if (bytes < 1 || bytes > 1e15) throw UsageError(flag + ": size must be from 1 byte to 1 PB, got \"" + text + "\"");
   return static_cast<int64_t>(bytes);
@@ -35,8 +45,8 @@ std::vector<uint32_t> parse_device_list(const std::string& flag, const std::stri
   std::vector<uint32_t> out;
   size_t pos = 0;
   auto bad = [&] {
-    return UsageError(flag + ": expected device ids below " + std::to_string(limit) +
-                      " such as 0,1,8-15, got \"" + text + "\"");
+    return UsageError(flag + ": expected device ids below " + std::to_string(limit) + " such as 0,1,8-15, got \"" +
+                      text + "\"");
   };
   while (pos <= text.size()) {
     const size_t comma = text.find(',', pos);

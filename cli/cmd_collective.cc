@@ -30,9 +30,12 @@ CollectiveKind parse_op(const std::string& s) {
 
 double bus_factor(CollectiveKind k, double n) {
   switch (k) {
-    case CollectiveKind::kAllReduce: return 2 * (n - 1) / n;
-    case CollectiveKind::kBroadcast: return 1;
-    default: return (n - 1) / n;
+    case CollectiveKind::kAllReduce:
+      return 2 * (n - 1) / n;
+    case CollectiveKind::kBroadcast:
+      return 1;
+    default:
+      return (n - 1) / n;
   }
 }
 
@@ -55,19 +58,27 @@ int cmd_collective(const std::vector<std::string>& args) {
   bool json = false, concurrent = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--json") json = true;
-    else if (a == "--concurrent") concurrent = true;
-    else if (a == "--op") op_text = take_value(args, i);
-    else if (a == "--bytes") bytes_text = take_value(args, i);
-    else if (a == "--group") group = take_value(args, i);
+    if (a == "--json")
+      json = true;
+    else if (a == "--concurrent")
+      concurrent = true;
+    else if (a == "--op")
+      op_text = take_value(args, i);
+    else if (a == "--bytes")
+      bytes_text = take_value(args, i);
+    else if (a == "--group")
+      group = take_value(args, i);
     else if (a == "--set") {
       const std::string v = take_value(args, i);
       const size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0) throw UsageError("--set: expected PATH=VALUE, got \"" + v + "\"");
       sets.push_back({v.substr(0, eq), v.substr(eq + 1)});
-    } else if (!a.empty() && a[0] == '-') throw UsageError("collective: unknown option " + a);
-    else if (input.empty()) input = a;
-    else throw UsageError("collective: one scenario or cluster expected, got a second: " + a);
+    } else if (!a.empty() && a[0] == '-')
+      throw UsageError("collective: unknown option " + a);
+    else if (input.empty())
+      input = a;
+    else
+      throw UsageError("collective: one scenario or cluster expected, got a second: " + a);
   }
   if (input.empty()) throw UsageError("collective: expected a scenario file, cluster file or cluster preset");
   if (op_text.empty()) throw UsageError("collective: --op is required");
@@ -109,7 +120,8 @@ int cmd_collective(const std::vector<std::string>& args) {
   mesh.group_members(0, axes, members);
   const EngineResult r = simulate_collective(kind, Bytes(size), mesh, axes, *topo, cluster.chip,
                                              cluster.collective_base_latency, concurrent);
-  const std::string algo = plan_collective(kind, Bytes(size), members, *topo, cluster.collective_base_latency).algorithm;
+  const std::string algo =
+      plan_collective(kind, Bytes(size), members, *topo, cluster.collective_base_latency).algorithm;
 
   const double t = r.step_time.seconds();
   const double n = static_cast<double>(members.size());

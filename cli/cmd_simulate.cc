@@ -16,7 +16,8 @@ namespace {
 
 Override parse_set(const std::string& text) {
   const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0) throw UsageError("--set: expected PATH=VALUE such as plan.tp=4, got \"" + text + "\"");
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError("--set: expected PATH=VALUE such as plan.tp=4, got \"" + text + "\"");
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
@@ -38,8 +39,9 @@ void print_summary(const Scenario& s, const StepReport& r) {
               100 * r.hfu, r.model_tflops_per_device);
   const auto& b = r.breakdown;
   auto pct = [&](double x) { return r.step_time_s > 0 ? 100 * x / r.step_time_s : 0.0; };
-  std::printf("  breakdown          compute %.4f s (%.1f%%), exposed comm %.4f s (%.1f%%), bubble %.4f s, other %.4f s\n",
-              b.compute_s, pct(b.compute_s), b.exposed_comm_s, pct(b.exposed_comm_s), b.bubble_s, b.other_s);
+  std::printf(
+      "  breakdown          compute %.4f s (%.1f%%), exposed comm %.4f s (%.1f%%), bubble %.4f s, other %.4f s\n",
+      b.compute_s, pct(b.compute_s), b.exposed_comm_s, pct(b.exposed_comm_s), b.bubble_s, b.other_s);
   std::printf("  memory per device  %s of %s: %s\n", gib(r.memory.peak_bytes_per_device).c_str(),
               gib(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
   if (!r.memory.fits) {
@@ -64,23 +66,32 @@ int cmd_simulate(const std::vector<std::string>& args) {
   bool json = false, no_timing = false, trace_devices_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--json") json = true;
-    else if (a == "--no-timing") no_timing = true;
-    else if (a == "--set") sets.push_back(parse_set(take_value(args, i)));
-    else if (a.rfind("--set=", 0) == 0) sets.push_back(parse_set(a.substr(6)));
-    else if (a == "--trace") trace_file = take_value(args, i);
+    if (a == "--json")
+      json = true;
+    else if (a == "--no-timing")
+      no_timing = true;
+    else if (a == "--set")
+      sets.push_back(parse_set(take_value(args, i)));
+    else if (a.rfind("--set=", 0) == 0)
+      sets.push_back(parse_set(a.substr(6)));
+    else if (a == "--trace")
+      trace_file = take_value(args, i);
     else if (a == "--trace-devices") {
       trace_list = take_value(args, i);
       trace_devices_given = true;
-    } else if (!a.empty() && a[0] == '-') throw UsageError("simulate: unknown option " + a);
-    else if (file.empty()) file = a;
-    else throw UsageError("simulate: one scenario file expected, got a second: " + a);
+    } else if (!a.empty() && a[0] == '-')
+      throw UsageError("simulate: unknown option " + a);
+    else if (file.empty())
+      file = a;
+    else
+      throw UsageError("simulate: one scenario file expected, got a second: " + a);
   }
   if (file.empty()) throw UsageError("simulate: expected a scenario file (shardsim --help)");
   if (trace_devices_given && trace_file.empty()) throw UsageError("--trace-devices: needs --trace FILE");
   const Scenario s = load_scenario(file, sets);
-  const std::vector<uint32_t> traced =
-      trace_file.empty() ? std::vector<uint32_t>{} : parse_device_list("--trace-devices", trace_list, s.cluster.devices);
+  const std::vector<uint32_t> traced = trace_file.empty()
+                                           ? std::vector<uint32_t>{}
+                                           : parse_device_list("--trace-devices", trace_list, s.cluster.devices);
   StepRun run = run_training_step(s, traced);
   if (no_timing) run.report.sim.wall_s = 0;
   if (!trace_file.empty()) {

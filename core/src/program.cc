@@ -22,65 +22,94 @@ int dtype_bytes(DType d) {
 
 std::string_view to_string(OpKind k) {
   switch (k) {
-    case OpKind::kCompute: return "compute";
-    case OpKind::kCollective: return "collective";
-    case OpKind::kSend: return "send";
-    case OpKind::kRecv: return "recv";
+    case OpKind::kCompute:
+      return "compute";
+    case OpKind::kCollective:
+      return "collective";
+    case OpKind::kSend:
+      return "send";
+    case OpKind::kRecv:
+      return "recv";
   }
   return "?";
 }
 
 std::string_view to_string(ComputeKind k) {
   switch (k) {
-    case ComputeKind::kMatmul: return "matmul";
-    case ComputeKind::kAttention: return "attention";
-    case ComputeKind::kElementwise: return "elementwise";
-    case ComputeKind::kNorm: return "norm";
-    case ComputeKind::kSoftmax: return "softmax";
-    case ComputeKind::kEmbedding: return "embedding";
-    case ComputeKind::kLoss: return "loss";
-    case ComputeKind::kOptimizer: return "optimizer";
+    case ComputeKind::kMatmul:
+      return "matmul";
+    case ComputeKind::kAttention:
+      return "attention";
+    case ComputeKind::kElementwise:
+      return "elementwise";
+    case ComputeKind::kNorm:
+      return "norm";
+    case ComputeKind::kSoftmax:
+      return "softmax";
+    case ComputeKind::kEmbedding:
+      return "embedding";
+    case ComputeKind::kLoss:
+      return "loss";
+    case ComputeKind::kOptimizer:
+      return "optimizer";
   }
   return "?";
 }
 
 std::string_view to_string(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::kAllGather: return "all-gather";
-    case CollectiveKind::kReduceScatter: return "reduce-scatter";
-    case CollectiveKind::kAllReduce: return "all-reduce";
-    case CollectiveKind::kAllToAll: return "all-to-all";
-    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kAllGather:
+      return "all-gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::kAllReduce:
+      return "all-reduce";
+    case CollectiveKind::kAllToAll:
+      return "all-to-all";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
   }
   return "?";
 }
 
 std::string_view to_string(DType d) {
   switch (d) {
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
-    case DType::kFp32: return "fp32";
-    case DType::kFp8: return "fp8";
-    case DType::kInt8: return "int8";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kFp8:
+      return "fp8";
+    case DType::kInt8:
+      return "int8";
   }
   return "?";
 }
 
 std::string_view to_string(Pass p) {
   switch (p) {
-    case Pass::kForward: return "fwd";
-    case Pass::kBackward: return "bwd";
-    case Pass::kOptimizer: return "opt";
+    case Pass::kForward:
+      return "fwd";
+    case Pass::kBackward:
+      return "bwd";
+    case Pass::kOptimizer:
+      return "opt";
   }
   return "?";
 }
 
 std::string_view to_string(MeshAxis a) {
   switch (a) {
-    case MeshAxis::kTp: return "tp";
-    case MeshAxis::kCp: return "cp";
-    case MeshAxis::kPp: return "pp";
-    case MeshAxis::kDp: return "dp";
+    case MeshAxis::kTp:
+      return "tp";
+    case MeshAxis::kCp:
+      return "cp";
+    case MeshAxis::kPp:
+      return "pp";
+    case MeshAxis::kDp:
+      return "dp";
   }
   return "?";
 }
@@ -128,8 +157,7 @@ OpId ProgramBuilder::add(Op op, std::span<const OpId> deps) {
   }
   // Deduplicate this op's dependencies (the stream predecessor may repeat).
   std::sort(p_.deps_.begin() + static_cast<std::ptrdiff_t>(first), p_.deps_.end());
-  p_.deps_.erase(std::unique(p_.deps_.begin() + static_cast<std::ptrdiff_t>(first), p_.deps_.end()),
-                 p_.deps_.end());
+  p_.deps_.erase(std::unique(p_.deps_.begin() + static_cast<std::ptrdiff_t>(first), p_.deps_.end()), p_.deps_.end());
   p_.dep_begin_.push_back(static_cast<uint32_t>(p_.deps_.size()));
   p_.ops_.push_back(op);
   last_on_stream_[op.stream] = id;

@@ -150,8 +150,8 @@ std::vector<Level> levels_for(std::span<const DeviceId> members, const Topology&
 
 }  // namespace
 
-CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members,
-                               const Topology& topo, SimTime base_latency) {
+CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
+                               SimTime base_latency) {
   CollectivePlan plan;
   const auto p = static_cast<int64_t>(members.size());
   const double S = static_cast<double>(size.value());

@@ -23,16 +23,55 @@ namespace {
 enum class EvType : uint8_t { kOpEnd, kFlowEnd, kPhaseEnd };
 
 struct Event {
-  int64_t time;
-  uint64_t seq;
   uint32_t a;  // device | flow | run
   uint32_t b;  // op | version
   EvType type;
 };
-struct Later {
-  bool operator()(const Event& x, const Event& y) const {
-    return x.time != y.time ? x.time > y.time : x.seq > y.seq;
+
+/// Pending events ordered by (time, insertion order). Devices that run the
+/// same program finish the same ops at the same instants, so events are
+/// kept in one FIFO bucket per distinct time and only the times go through a
+/// heap: a bucket's events run in the order they were pushed, which is the
+/// (time, insertion number) order.
+class EventQueue {
+ public:
+  void push(int64_t time, Event e) {
+    auto [it, fresh] = bucket_of_.try_emplace(time, 0);
+    if (fresh) {
+      if (free_.empty()) {
+        it->second = static_cast<uint32_t>(buckets_.size());
+        buckets_.emplace_back();
+      } else {
+        it->second = free_.back();
+        free_.pop_back();
+      }
+      times_.push_back(time);
+      std::push_heap(times_.begin(), times_.end(), std::greater<>());
+    }
+    buckets_[it->second].push_back(e);
   }
+  bool empty() const { return times_.empty(); }
+  /// Removes the earliest time and returns it with its bucket index. The
+  /// bucket stays valid (and may grow) until release().
+  std::pair<int64_t, uint32_t> pop_time() {
+    std::pop_heap(times_.begin(), times_.end(), std::greater<>());
+    const int64_t t = times_.back();
+    times_.pop_back();
+    const uint32_t b = bucket_of_.at(t);
+    return {t, b};
+  }
+  const std::vector<Event>& bucket(uint32_t b) const { return buckets_[b]; }
+  void release(int64_t time, uint32_t b) {
+    bucket_of_.erase(time);
+    buckets_[b].clear();
+    free_.push_back(b);
+  }
+
+ private:
+  std::vector<int64_t> times_;
+  std::unordered_map<int64_t, uint32_t> bucket_of_;
+  std::vector<std::vector<Event>> buckets_;
+  std::vector<uint32_t> free_;
 };
 
 /// Plans depend only on the collective, its size and its group, so the
@@ -47,8 +86,8 @@ struct PlanKey {
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
     uint64_t h = k.bytes * 0x9E3779B97F4A7C15ull;
-    h ^= (static_cast<uint64_t>(k.group) << 16 | static_cast<uint64_t>(k.axes) << 8 |
-          static_cast<uint64_t>(k.kind)) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+    h ^= (static_cast<uint64_t>(k.group) << 16 | static_cast<uint64_t>(k.axes) << 8 | static_cast<uint64_t>(k.kind)) +
+         0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
     return static_cast<size_t>(h);
   }
 };
@@ -143,22 +182,22 @@ class Engine {
         for (const auto& f : finishes) push(f.at, EvType::kFlowEnd, f.flow, f.version);
       }
       if (queue_.empty()) break;
-      now_ = SimTime::from_ps(queue_.top().time);
-      while (!queue_.empty() && queue_.top().time == now_.ps()) {
-        const Event e = queue_.top();
-        queue_.pop();
+      const auto [t, b] = queue_.pop_time();
+      now_ = SimTime::from_ps(t);
+      // Handlers may append to this bucket (zero-time events): index, copy.
+      for (size_t i = 0; i < queue_.bucket(b).size(); ++i) {
+        const Event e = queue_.bucket(b)[i];
         ++result_.events;
         handle(e);
       }
+      queue_.release(t, b);
     }
     finish_result();
     return std::move(result_);
   }
 
  private:
-  void push(SimTime t, EvType type, uint32_t a, uint32_t b) {
-    queue_.push(Event{t.ps(), seq_++, a, b, type});
-  }
+  void push(SimTime t, EvType type, uint32_t a, uint32_t b) { queue_.push(t.ps(), Event{a, b, type}); }
 
   void handle(const Event& e) {
     switch (e.type) {
@@ -340,8 +379,7 @@ class Engine {
   std::unordered_map<PlanKey, CachedPlan, PlanKeyHash> plans_;
   std::vector<CollectiveRun> runs_;
   std::vector<uint32_t> free_runs_;
-  std::priority_queue<Event, std::vector<Event>, Later> queue_;
-  uint64_t seq_ = 0;
+  EventQueue queue_;
   SimTime now_;
   EngineResult result_;
 };
@@ -357,9 +395,8 @@ EngineResult simulate(const Program& program, const Mesh& mesh, const Topology& 
 
 namespace shardsim {
 
-EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes,
-                                 const Topology& topo, const ChipSpec& chip, SimTime base_latency,
-                                 bool all_groups) {
+EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes, const Topology& topo,
+                                 const ChipSpec& chip, SimTime base_latency, bool all_groups) {
   ProgramBuilder b;
   b.add_stream("comm");
   Op o;

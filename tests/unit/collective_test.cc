@@ -128,8 +128,8 @@ TEST(CollectiveProperties, OversubscribedAllToAllSlowsDown) {
 TEST(CollectiveProperties, BytesAreConservedOverLinks) {
   const auto topo = make_torus(torus({4, 4}));
   const Mesh m = mesh(1, 16);
-  const EngineResult r = simulate_collective(CollectiveKind::kAllGather, Bytes(16'000'000), m, kDp, *topo,
-                                             ChipSpec{}, SimTime(), false);
+  const EngineResult r =
+      simulate_collective(CollectiveKind::kAllGather, Bytes(16'000'000), m, kDp, *topo, ChipSpec{}, SimTime(), false);
   double link_sum = 0;
   for (double b : r.link_bytes) link_sum += b;
   EXPECT_NEAR(link_sum, r.flow_byte_hops, 1e-6 * link_sum);

@@ -74,8 +74,10 @@ TEST(Engine, BreakdownSumsToStepTime) {
 TEST(Engine, FsdpPrefetchIsNeverSlower) {
   for (const char* tp : {"1", "8"}) {
     for (const char* mb : {"1", "4"}) {
-      const std::vector<Override> base{{"plan.tp", tp}, {"plan.dp", tp[0] == '1' ? "64" : "8"},
-                                       {"plan.microbatch_size", mb}, {"plan.sequence_parallel", "false"},
+      const std::vector<Override> base{{"plan.tp", tp},
+                                       {"plan.dp", tp[0] == '1' ? "64" : "8"},
+                                       {"plan.microbatch_size", mb},
+                                       {"plan.sequence_parallel", "false"},
                                        {"plan.global_batch", "256"}};
       auto with = base;
       with.push_back({"plan.fsdp_prefetch", "true"});
@@ -91,8 +93,11 @@ TEST(Engine, FsdpPrefetchIsNeverSlower) {
 TEST(Engine, DataParallelGradientReductionOverlapsBackward) {
   // With DDP the gradient all-reduce of most buckets hides behind backward:
   // the exposed communication is smaller than the all-reduce time alone.
-  const Scenario s = testing::scenario(kSmall, {{"plan.zero", "0"}, {"plan.tp", "1"}, {"plan.dp", "64"},
-                                                {"plan.sequence_parallel", "false"}, {"plan.global_batch", "64"},
+  const Scenario s = testing::scenario(kSmall, {{"plan.zero", "0"},
+                                                {"plan.tp", "1"},
+                                                {"plan.dp", "64"},
+                                                {"plan.sequence_parallel", "false"},
+                                                {"plan.global_batch", "64"},
                                                 {"plan.grad_bucket_bytes", "20000000"}});
   const StepRun r = run_training_step(s, {});
   EXPECT_GT(r.report.breakdown.compute_s, r.report.breakdown.exposed_comm_s);

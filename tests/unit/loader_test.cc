@@ -52,22 +52,32 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"zero size", {{"plan.global_batch", "0"}}, "/plan/global_batch: expected a positive integer, got 0"},
         BadCase{"negative size", {{"plan.seq_len", "-5"}}, "/plan/seq_len: expected a positive integer"},
         BadCase{"float for int", {{"plan.dp", "8.5"}}, "/plan/dp: expected a positive integer"},
-        BadCase{"tp not dividing heads", {{"plan.tp", "3"}, {"plan.dp", "1"}}, "/plan/tp: tp (3) must divide heads (32)"},
+        BadCase{
+            "tp not dividing heads", {{"plan.tp", "3"}, {"plan.dp", "1"}}, "/plan/tp: tp (3) must divide heads (32)"},
         BadCase{"device count", {{"plan.dp", "4"}}, "/plan: dp·tp·pp·cp = 32 but the cluster has 64 devices"},
         BadCase{"unknown model preset", {{"model", "\"llama9\""}}, "/model: unknown model preset \"llama9\""},
         BadCase{"unknown chip preset", {{"cluster.chip", "\"z100\""}}, "/cluster/chip: unknown chip preset"},
         BadCase{"missing field", {{"model.layers", "null"}}, "/model/layers: expected a positive integer"},
         BadCase{"bad enum", {{"model.mlp", "\"relu\""}}, "/model/mlp: expected one of"},
-        BadCase{"torus dims", {{"cluster.fabric", R"({"kind": "torus", "dims": [4, 4]})"}}, "/cluster/fabric/dims: product of dims (16) differs from devices (64)"},
+        BadCase{"torus dims",
+                {{"cluster.fabric", R"({"kind": "torus", "dims": [4, 4]})"}},
+                "/cluster/fabric/dims: product of dims (16) differs from devices (64)"},
         BadCase{"fabric kind", {{"cluster.fabric.kind", "\"mesh\""}}, "/cluster/fabric/kind: expected one of"},
-        BadCase{"batch multiple", {{"plan.global_batch", "12"}}, "/plan/global_batch: global_batch (12) must be a multiple"},
+        BadCase{"batch multiple",
+                {{"plan.global_batch", "12"}},
+                "/plan/global_batch: global_batch (12) must be a multiple"},
         BadCase{"oversubscription", {{"cluster.fabric.oversubscription", "0.5"}}, "/cluster/fabric/oversubscription"},
         BadCase{"huge devices", {{"cluster.devices", "1000000000"}}, "/cluster/devices: at most"},
         BadCase{"huge layers", {{"model.layers", "10000000"}}, "/model/layers: at most"},
-        BadCase{"overflowing batch", {{"plan.global_batch", "9223372036854775807"}, {"plan.seq_len", "9223372036854775807"}}, "/plan/global_batch"},
+        BadCase{"overflowing batch",
+                {{"plan.global_batch", "9223372036854775807"}, {"plan.seq_len", "9223372036854775807"}},
+                "/plan/global_batch"},
         BadCase{"kv heads", {{"model.kv_heads", "5"}}, "/model/kv_heads: kv_heads (5) must divide heads (32)"},
-        BadCase{"mesh order", {{"plan.mesh_order", R"(["tp", "tp", "pp", "dp"])"}}, "/plan/mesh_order/1: axis named twice"},
-        BadCase{"set into a number", {{"plan.tp.x", "1"}}, "/plan/tp: --set plan.tp.x: cannot set a field inside a number"}),
+        BadCase{
+            "mesh order", {{"plan.mesh_order", R"(["tp", "tp", "pp", "dp"])"}}, "/plan/mesh_order/1: axis named twice"},
+        BadCase{"set into a number",
+                {{"plan.tp.x", "1"}},
+                "/plan/tp: --set plan.tp.x: cannot set a field inside a number"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string n = info.param.what;
       for (char& ch : n) {
@@ -88,19 +98,20 @@ TEST(Loader, MalformedJsonGivesLineAndColumn) {
 TEST(Loader, EveryPresetParses) {
   for (const auto& p : all_presets()) {
     if (p.kind == "model") {
-      EXPECT_NO_THROW(testing::scenario(std::string(R"({"model": ")") + std::string(p.name) +
-                                        R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})"))
+      EXPECT_NO_THROW(
+          testing::scenario(std::string(R"({"model": ")") + std::string(p.name) +
+                            R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})"))
           << p.name;
     } else if (p.kind == "cluster" || p.kind == "chip") {
       const std::string name(p.name);
       const std::string cluster =
-          p.kind == "cluster"
-              ? "\"" + name + "\""
-              : R"({"chip": ")" + name + R"(", "devices": 8, "fabric": {"kind": "torus", "dims": [8], "link_GBps": 45}})";
+          p.kind == "cluster" ? "\"" + name + "\""
+                              : R"({"chip": ")" + name +
+                                    R"(", "devices": 8, "fabric": {"kind": "torus", "dims": [8], "link_GBps": 45}})";
       const int64_t devices = p.kind == "cluster" ? load_cluster(name).devices : 8;
       const std::string n = std::to_string(devices);
-      EXPECT_NO_THROW(testing::scenario(R"({"model": "llama3-8b", "cluster": )" + cluster + R"(, "plan": {"dp": )" +
-                                        n + R"(, "global_batch": )" + n + R"(, "seq_len": 2048}})"))
+      EXPECT_NO_THROW(testing::scenario(R"({"model": "llama3-8b", "cluster": )" + cluster + R"(, "plan": {"dp": )" + n +
+                                        R"(, "global_batch": )" + n + R"(, "seq_len": 2048}})"))
           << name;
     }
   }

@@ -26,8 +26,8 @@ class FlopConservation : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FlopConservation, ProgramMatchesClosedForm) {
   const Case c = GetParam();
-  const std::string json = std::string(R"({"model": ")") + c.model + R"(", "cluster": )" + c.cluster +
-                           R"(, "plan": )" + c.plan + "}";
+  const std::string json =
+      std::string(R"({"model": ")") + c.model + R"(", "cluster": )" + c.cluster + R"(, "plan": )" + c.plan + "}";
   const Scenario s = testing::scenario(json);
   const Program p = lower_training_step(s);
   const double per_device = program_model_flops(p);
@@ -42,14 +42,15 @@ const char* kV5e = R"("tpu-v5e-256")";
 
 INSTANTIATE_TEST_SUITE_P(
     Presets, FlopConservation,
-    ::testing::Values(
-        Case{"llama3-8b", kH100x64, R"({"dp": 64, "zero": 3, "global_batch": 128, "seq_len": 2048})"},
-        Case{"llama3-8b", kH100x64,
-             R"({"dp": 8, "tp": 8, "sequence_parallel": true, "global_batch": 16, "seq_len": 4096})"},
-        Case{"llama2-7b", kH100x64, R"({"dp": 16, "tp": 4, "global_batch": 32, "seq_len": 4096, "microbatch_size": 2})"},
-        Case{"gpt3-175b", kH100x16, R"({"dp": 2, "tp": 8, "global_batch": 4, "seq_len": 2048})"},
-        Case{"llama3-405b", kH100x16, R"({"dp": 1, "tp": 16, "global_batch": 1, "seq_len": 1024})"},
-        Case{"llama2-70b", kV5e, R"({"dp": 32, "tp": 8, "zero": 3, "global_batch": 32, "seq_len": 2048})"}),
+    ::testing::Values(Case{"llama3-8b", kH100x64, R"({"dp": 64, "zero": 3, "global_batch": 128, "seq_len": 2048})"},
+                      Case{"llama3-8b", kH100x64,
+                           R"({"dp": 8, "tp": 8, "sequence_parallel": true, "global_batch": 16, "seq_len": 4096})"},
+                      Case{"llama2-7b", kH100x64,
+                           R"({"dp": 16, "tp": 4, "global_batch": 32, "seq_len": 4096, "microbatch_size": 2})"},
+                      Case{"gpt3-175b", kH100x16, R"({"dp": 2, "tp": 8, "global_batch": 4, "seq_len": 2048})"},
+                      Case{"llama3-405b", kH100x16, R"({"dp": 1, "tp": 16, "global_batch": 1, "seq_len": 1024})"},
+                      Case{"llama2-70b", kV5e,
+                           R"({"dp": 32, "tp": 8, "zero": 3, "global_batch": 32, "seq_len": 2048})"}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string n = std::string(info.param.model) + "_" + std::to_string(info.index);
       for (char& ch : n) {
@@ -61,8 +62,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Params, MatchPublishedSizes) {
   // Llama 3 8B has 8.03B parameters, 70B 70.6B, 405B 405.9B; GPT-3 175B.
   auto total = [](const char* name) {
-    const Scenario s = testing::scenario(std::string(R"({"model": ")") + name +
-                                         R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
+    const Scenario s =
+        testing::scenario(std::string(R"({"model": ")") + name +
+                          R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
     return static_cast<double>(count_params(s.model).total(s.model.layers));
   };
   EXPECT_NEAR(total("llama3-8b") / 1e9, 8.03, 0.01);

@@ -48,12 +48,13 @@ std::string chrome_trace_json(const Program& p, const Timeline& tl) {
   char buf[160];
   for (uint32_t d : tl.devices) {
     sep();
-    std::snprintf(buf, sizeof buf, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":\"device %u\"}}",
-                  d, d);
+    std::snprintf(buf, sizeof buf,
+                  "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":\"device %u\"}}", d, d);
     out += buf;
     for (size_t s = 0; s < p.num_streams(); ++s) {
       sep();
-      std::snprintf(buf, sizeof buf, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%zu,\"args\":{\"name\":\"", d, s);
+      std::snprintf(buf, sizeof buf,
+                    "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%zu,\"args\":{\"name\":\"", d, s);
       out += buf;
       append_escaped(out, p.stream_names()[s]);
       out += "\"}}";
@@ -93,15 +94,19 @@ std::string chrome_trace_json(const Program& p, const Timeline& tl) {
     const unsigned tid = p.op(f.op).stream;
     ++id;
     sep();
-    std::snprintf(buf, sizeof buf, "{\"ph\":\"s\",\"name\":\"transfer\",\"cat\":\"flow\",\"id\":%" PRIu64
-                  ",\"pid\":%u,\"tid\":%u,\"ts\":", id, f.src, tid);
+    std::snprintf(
+        buf, sizeof buf,
+        "{\"ph\":\"s\",\"name\":\"transfer\",\"cat\":\"flow\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,\"ts\":", id,
+        f.src, tid);
     out += buf;
     append_us(out, f.start);
     std::snprintf(buf, sizeof buf, ",\"args\":{\"bytes\":%" PRId64 ",\"to\":%u}}", f.bytes.value(), f.dst);
     out += buf;
     sep();
-    std::snprintf(buf, sizeof buf, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"transfer\",\"cat\":\"flow\",\"id\":%" PRIu64
-                  ",\"pid\":%u,\"tid\":%u,\"ts\":", id, f.dst, tid);
+    std::snprintf(buf, sizeof buf,
+                  "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"transfer\",\"cat\":\"flow\",\"id\":%" PRIu64
+                  ",\"pid\":%u,\"tid\":%u,\"ts\":",
+                  id, f.dst, tid);
     out += buf;
     append_us(out, f.end);
     out += "}";

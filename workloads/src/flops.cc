@@ -15,8 +15,8 @@ double closed_form_model_flops(const ModelSpec& m, const Plan& p) {
   const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
   const double s = static_cast<double>(p.seq_len);
   const double matmul = 6.0 * static_cast<double>(pc.matmul(m.layers)) * tokens;
-  const double attention = 6.0 * static_cast<double>(m.layers) * static_cast<double>(m.heads * m.head_dim) *
-                           (s + 1.0) * tokens;
+  const double attention =
+      6.0 * static_cast<double>(m.layers) * static_cast<double>(m.heads * m.head_dim) * (s + 1.0) * tokens;
   return matmul + attention;
 }
 

@@ -30,7 +30,9 @@ const Json& ObjectReader::get(const std::string& key) {
   return *it;
 }
 
-const Json& ObjectReader::raw(const std::string& key) { return get(key); }
+const Json& ObjectReader::raw(const std::string& key) {
+  return get(key);
+}
 
 int64_t ObjectReader::positive_int(const std::string& key) {
   const Json& v = get(key);
@@ -144,8 +146,7 @@ Json parse_json_text(const std::string& text, const std::string& file) {
     std::string msg = e.what();
     const auto colon = msg.find(": ", msg.find("parse error"));
     if (colon != std::string::npos) msg = msg.substr(colon + 2);
-    throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(col), "",
-                     "malformed JSON: " + msg);
+    throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(col), "", "malformed JSON: " + msg);
   }
 }
 

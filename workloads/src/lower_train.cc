@@ -44,7 +44,8 @@ class TrainLowering {
     const ParamCount pc = count_params(m_);
     layer_params_ = h_ * a_ * d_ + 2 * h_ * kv_ * d_ + a_ * d_ * h_ + (up_n_ + f_) * h_ + pc.per_layer_other;
     const int64_t vocab_rows = v_ * h_;  // this rank's padded slice
-    embed_params_ = (m_.tied_embeddings ? 0 : vocab_rows) + (m_.position == PositionKind::kLearned ? p_.seq_len * h_ : 0);
+    embed_params_ =
+        (m_.tied_embeddings ? 0 : vocab_rows) + (m_.position == PositionKind::kLearned ? p_.seq_len * h_ : 0);
     head_params_ = vocab_rows + pc.final_norm;
     b_.add_stream("compute");
     b_.add_stream("tp comm");
@@ -135,8 +136,8 @@ class TrainLowering {
     return b_.add(o, deps);
   }
 
-  OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer,
-                  Pass pass, int64_t bytes, DType dtype, std::span<const OpId> deps) {
+  OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer, Pass pass,
+                  int64_t bytes, DType dtype, std::span<const OpId> deps) {
     Op o = base(name, layer, pass, stream);
     o.kind = OpKind::kCollective;
     o.collective = kind;
@@ -166,7 +167,8 @@ class TrainLowering {
   /// Share of the QKV projection that is model work: when tp exceeds
   /// kv_heads each rank computes a whole (replicated) KV head.
   double qkv_model_fraction() const {
-    const double model = static_cast<double>(a_ * d_) + 2.0 * static_cast<double>(m_.kv_heads * d_) / static_cast<double>(t_);
+    const double model =
+        static_cast<double>(a_ * d_) + 2.0 * static_cast<double>(m_.kv_heads * d_) / static_cast<double>(t_);
     return model / static_cast<double>((a_ + 2 * kv_) * d_);
   }
 
@@ -190,9 +192,7 @@ class TrainLowering {
     return collective(CollectiveKind::kAllGather, kDpAxis, kGather, "fsdp all-gather", unit_layer(u), pass,
                       unit_params(u) * kAct, DType::kBf16, deps);
   }
-  int32_t unit_layer(int64_t u) const {
-    return (u >= 1 && u <= m_.layers) ? static_cast<int32_t>(u - 1) : -1;
-  }
+  int32_t unit_layer(int64_t u) const { return (u >= 1 && u <= m_.layers) ? static_cast<int32_t>(u - 1) : -1; }
 
   // ---- forward -------------------------------------------------------------
   OpId forward(bool fsdp) {
@@ -462,6 +462,8 @@ class TrainLowering {
 
 }  // namespace
 
-Program lower_training_step(const Scenario& s) { return TrainLowering(s).run(); }
+Program lower_training_step(const Scenario& s) {
+  return TrainLowering(s).run();
+}
 
 }  // namespace shardsim

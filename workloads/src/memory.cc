@@ -32,15 +32,15 @@ int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p) {
   // Tensors that sequence parallelism splits over tp; otherwise replicated.
   const int64_t rep_tokens = sp ? T / t : T;
   int64_t bytes = 0;
-  bytes += 2 * rep_tokens * h;       // attention norm input (residual stream)
-  bytes += 2 * rep_tokens * h;       // QKV input (norm output)
-  bytes += 2 * T * (a + 2 * kv) * d; // q, k, v
+  bytes += 2 * rep_tokens * h;         // attention norm input (residual stream)
+  bytes += 2 * rep_tokens * h;         // QKV input (norm output)
+  bytes += 2 * T * (a + 2 * kv) * d;   // q, k, v
   bytes += 2 * T * a * d + 4 * T * a;  // attention output (= out-proj input) and log-sum-exp
-  bytes += 2 * rep_tokens * h;       // MLP norm input
-  bytes += 2 * rep_tokens * h;       // MLP input (norm output)
+  bytes += 2 * rep_tokens * h;         // MLP norm input
+  bytes += 2 * rep_tokens * h;         // MLP input (norm output)
   if (gpt) {
-    bytes += 2 * T * f;  // GeLU input
-    bytes += 2 * T * f;  // GeLU output (down input)
+    bytes += 2 * T * f;           // GeLU input
+    bytes += 2 * T * f;           // GeLU output (down input)
     bytes += 2 * rep_tokens * h;  // two dropout masks, 1 B per element each
   } else {
     bytes += 2 * 2 * T * f;  // gate and up outputs
@@ -58,7 +58,8 @@ MemoryReport training_memory(const Scenario& s) {
   const int64_t layer = m.hidden * (m.heads / t) * m.head_dim * 2 + 2 * m.hidden * kv * m.head_dim +
                         (m.mlp == MlpKind::kSwiglu ? 3 : 2) * m.hidden * (m.ffn_hidden / t) + pc.per_layer_other;
   const int64_t vocab_rows = padded_vocab(m, t) / t * m.hidden;
-  const int64_t embed = (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
+  const int64_t embed =
+      (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
   const int64_t head = vocab_rows + pc.final_norm;
   const int64_t params = m.layers * layer + embed + head;
   const bool fsdp = p.zero == 3 && p.dp > 1;
@@ -76,7 +77,7 @@ MemoryReport training_memory(const Scenario& s) {
   add("logits", p.microbatch_size * p.seq_len * (padded_vocab(m, t) / t) * (2 + 4));
   int64_t buffers = 0;
   if (fsdp) buffers += 2 * 2 * std::max({layer, embed, head});  // two gathered units
-  if (!fsdp && p.dp > 1) buffers += 2 * p.grad_bucket_bytes;   // DDP buckets in flight
+  if (!fsdp && p.dp > 1) buffers += 2 * p.grad_bucket_bytes;    // DDP buckets in flight
   add("comm_buffers", buffers);
   for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
   r.fits = r.peak_bytes_per_device <= r.capacity_bytes;

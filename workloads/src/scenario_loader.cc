@@ -70,7 +70,8 @@ void apply_override(Json& root, const Override& o, const std::string& file) {
     const size_t dot = o.path.find('.', start);
     const std::string key = o.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (key.empty()) throw InputError(file, "", where + ": empty path component");
-    if (!node->is_object()) throw InputError(file, ptr, where + ": cannot set a field inside a " + std::string(node->type_name()));
+    if (!node->is_object())
+      throw InputError(file, ptr, where + ": cannot set a field inside a " + std::string(node->type_name()));
     const std::string parent = ptr;
     ptr += "/" + key;
     if (dot == std::string::npos) {
@@ -135,26 +136,26 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
   }
   m.head_dim = r.positive_int("head_dim", m.hidden / m.heads);
   m.mlp = r.choice("mlp", {"gelu", "swiglu"}, "swiglu") == "gelu" ? MlpKind::kGelu : MlpKind::kSwiglu;
-  m.norm = r.choice("norm", {"layernorm", "rmsnorm"}, "rmsnorm") == "layernorm" ? NormKind::kLayerNorm
-                                                                                 : NormKind::kRmsNorm;
-  m.position = r.choice("position", {"learned", "rope"}, "rope") == "learned" ? PositionKind::kLearned
-                                                                               : PositionKind::kRope;
+  m.norm =
+      r.choice("norm", {"layernorm", "rmsnorm"}, "rmsnorm") == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  m.position =
+      r.choice("position", {"learned", "rope"}, "rope") == "learned" ? PositionKind::kLearned : PositionKind::kRope;
   m.tied_embeddings = r.boolean("tied_embeddings", false);
   m.source = r.string("source", "");
   if (r.has("moe")) r.fail("moe", "mixture-of-experts models are not supported yet");
   r.done();
   if (m.layers > kMaxLayers) r.fail("layers", "at most " + std::to_string(kMaxLayers) + " layers are supported");
   for (const char* k : {"hidden", "ffn_hidden", "heads", "vocab", "head_dim"}) {
-    const int64_t v = k == std::string("hidden") ? m.hidden
+    const int64_t v = k == std::string("hidden")       ? m.hidden
                       : k == std::string("ffn_hidden") ? m.ffn_hidden
-                      : k == std::string("heads") ? m.heads
-                      : k == std::string("vocab") ? m.vocab
-                                                  : m.head_dim;
+                      : k == std::string("heads")      ? m.heads
+                      : k == std::string("vocab")      ? m.vocab
+                                                       : m.head_dim;
     if (v > kMaxDim) r.fail(k, "at most " + std::to_string(kMaxDim) + " is supported, got " + std::to_string(v));
   }
   if (m.heads % m.kv_heads != 0) {
-    r.fail("kv_heads", "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" +
-                           std::to_string(m.heads) + ")");
+    r.fail("kv_heads",
+           "kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" + std::to_string(m.heads) + ")");
   }
   return m;
 }
@@ -203,16 +204,16 @@ TorusSpec parse_torus(ObjectReader& r, const ChipSpec& chip, int64_t devices, Cl
   for (size_t i = 0; i < dims.size(); ++i) {
     const Json& d = dims[i];
     if (!d.is_number_integer() || d.get<int64_t>() <= 0 || d.get<int64_t>() > kMaxDevices) {
-      r.fail("dims/" + std::to_string(i), "expected a positive integer up to " + std::to_string(kMaxDevices) +
-                                              ", got " + detail::describe(d));
+      r.fail("dims/" + std::to_string(i),
+             "expected a positive integer up to " + std::to_string(kMaxDevices) + ", got " + detail::describe(d));
     }
     t.dims.push_back(d.get<int64_t>());
     product *= t.dims.back();
     if (product > kMaxDevices) r.fail("dims", "product exceeds " + std::to_string(kMaxDevices) + " devices");
   }
   if (product != devices) {
-    r.fail("dims", "product of dims (" + std::to_string(product) + ") differs from devices (" +
-                       std::to_string(devices) + ")");
+    r.fail("dims",
+           "product of dims (" + std::to_string(product) + ") differs from devices (" + std::to_string(devices) + ")");
   }
   if (r.has("wraparound")) {
     const Json& w = r.raw("wraparound");
@@ -220,7 +221,8 @@ TorusSpec parse_torus(ObjectReader& r, const ChipSpec& chip, int64_t devices, Cl
       r.fail("wraparound", "expected an array of " + std::to_string(dims.size()) + " booleans, one per axis");
     }
     for (size_t i = 0; i < w.size(); ++i) {
-      if (!w[i].is_boolean()) r.fail("wraparound/" + std::to_string(i), "expected true or false, got " + detail::describe(w[i]));
+      if (!w[i].is_boolean())
+        r.fail("wraparound/" + std::to_string(i), "expected true or false, got " + detail::describe(w[i]));
       t.wraparound.push_back(w[i].get<bool>());
     }
   } else {
@@ -320,7 +322,8 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   if (p.cp > 1) r.fail("cp", "context parallelism (cp > 1) is not supported yet; use cp = 1");
   if (p.ep > 1) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
   if (p.zero == 1 || p.zero == 2) r.fail("zero", "ZeRO stages 1 and 2 are not supported yet; use 0 (DDP) or 3 (FSDP)");
-  if (p.recompute != Recompute::kNone) r.fail("recompute", "activation recomputation is not supported yet; use \"none\"");
+  if (p.recompute != Recompute::kNone)
+    r.fail("recompute", "activation recomputation is not supported yet; use \"none\"");
   if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     r.fail("matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak");
   }
@@ -334,7 +337,8 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   }
   __int128 prod = static_cast<__int128>(p.dp) * p.tp * p.pp * p.cp;
   if (prod != c.devices) {
-    const std::string got = prod > kMaxDevices ? std::string("more than ") + s(kMaxDevices) : s(static_cast<int64_t>(prod));
+    const std::string got =
+        prod > kMaxDevices ? std::string("more than ") + s(kMaxDevices) : s(static_cast<int64_t>(prod));
     r.fail_here("dp·tp·pp·cp = " + got + " but the cluster has " + s(c.devices) + " devices");
   }
   if (p.global_batch % (p.dp * p.microbatch_size) != 0) {

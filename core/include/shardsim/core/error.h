@@ -24,7 +24,6 @@ class InputError : public std::runtime_error {
 /// An internal invariant broke: a bug in shardsim, never a user's fault.
 [[noreturn]] void invariant_failed(const char* cond, const char* why, const char* file, int line);
 
-#define SHARDSIM_ASSERT(cond, why) \
-  ((cond) ? (void)0 : ::shardsim::invariant_failed(#cond, why, __FILE__, __LINE__))
+#define SHARDSIM_ASSERT(cond, why) ((cond) ? (void)0 : ::shardsim::invariant_failed(#cond, why, __FILE__, __LINE__))
 
 }  // namespace shardsim

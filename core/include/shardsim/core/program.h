@@ -19,16 +19,7 @@
 namespace shardsim {
 
 enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
-enum class ComputeKind : uint8_t {
-  kMatmul,
-  kAttention,
-  kElementwise,
-  kNorm,
-  kSoftmax,
-  kEmbedding,
-  kLoss,
-  kOptimizer
-};
+enum class ComputeKind : uint8_t { kMatmul, kAttention, kElementwise, kNorm, kSoftmax, kEmbedding, kLoss, kOptimizer };
 enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kBroadcast };
 enum class DType : uint8_t { kBf16, kFp16, kFp32, kFp8, kInt8 };
 enum class Pass : uint8_t { kForward, kBackward, kOptimizer };
@@ -36,7 +27,9 @@ enum class Pass : uint8_t { kForward, kBackward, kOptimizer };
 /// Mesh axes, in the fixed bit order used by Op::axes.
 enum class MeshAxis : uint8_t { kTp = 0, kCp = 1, kPp = 2, kDp = 3 };
 inline constexpr int kNumMeshAxes = 4;
-constexpr uint8_t axis_bit(MeshAxis a) { return static_cast<uint8_t>(1u << static_cast<unsigned>(a)); }
+constexpr uint8_t axis_bit(MeshAxis a) {
+  return static_cast<uint8_t>(1u << static_cast<unsigned>(a));
+}
 
 int dtype_bytes(DType d);
 std::string_view to_string(OpKind k);
@@ -61,15 +54,15 @@ struct Op {
   DType dtype = DType::kBf16;
   Pass pass = Pass::kForward;
   StreamId stream = 0;
-  uint8_t axes = 0;           ///< collective group: bitmask of MeshAxis
-  uint32_t name = 0;          ///< index into Program::names()
-  int32_t layer = -1;         ///< transformer layer, -1 for none
-  int32_t microbatch = -1;    ///< microbatch, -1 for none
-  Flops flops{0.0};           ///< FLOPs executed
-  Flops model_flops{0.0};     ///< the part of `flops` that is model work (no recompute, no replicas)
-  Bytes bytes_read{0};        ///< HBM bytes read
-  Bytes bytes_written{0};     ///< HBM bytes written
-  Bytes comm_bytes{0};        ///< collective: buffer size as nccl-tests' "size"
+  uint8_t axes = 0;         ///< collective group: bitmask of MeshAxis
+  uint32_t name = 0;        ///< index into Program::names()
+  int32_t layer = -1;       ///< transformer layer, -1 for none
+  int32_t microbatch = -1;  ///< microbatch, -1 for none
+  Flops flops{0.0};         ///< FLOPs executed
+  Flops model_flops{0.0};   ///< the part of `flops` that is model work (no recompute, no replicas)
+  Bytes bytes_read{0};      ///< HBM bytes read
+  Bytes bytes_written{0};   ///< HBM bytes written
+  Bytes comm_bytes{0};      ///< collective: buffer size as nccl-tests' "size"
   int64_t m = 0, n = 0, k = 0, batch = 1;
 };
 

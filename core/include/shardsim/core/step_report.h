@@ -36,10 +36,10 @@ struct StepReport {
   std::string chip;
   int64_t devices = 0;
   double step_time_s = 0;
-  double mfu = 0;                       ///< model FLOPs / (step · devices · bf16 peak)
-  double hfu = 0;                       ///< executed matmul+attention FLOPs / same
+  double mfu = 0;  ///< model FLOPs / (step · devices · bf16 peak)
+  double hfu = 0;  ///< executed matmul+attention FLOPs / same
   double model_flops_per_step = 0;
-  double model_tflops_per_device = 0;   ///< model FLOP/s per device, in 1e12
+  double model_tflops_per_device = 0;  ///< model FLOP/s per device, in 1e12
   double tokens_per_s = 0;
   int64_t tokens_per_step = 0;
   StepBreakdown breakdown;

@@ -31,9 +31,7 @@ class Quantity {
     v_ -= o.v_;
     return *this;
   }
-  constexpr double operator/(Quantity o) const {
-    return static_cast<double>(v_) / static_cast<double>(o.v_);
-  }
+  constexpr double operator/(Quantity o) const { return static_cast<double>(v_) / static_cast<double>(o.v_); }
   constexpr auto operator<=>(const Quantity&) const = default;
 
  private:
@@ -80,25 +78,53 @@ inline SimTime to_sim_time(double seconds) {
 }
 
 // Factories (decimal prefixes unless the name says otherwise).
-constexpr Bytes bytes(int64_t n) { return Bytes(n); }
-constexpr Bytes kib(int64_t n) { return Bytes(n * 1024); }
-constexpr Bytes mib(int64_t n) { return Bytes(n * 1024 * 1024); }
-constexpr Bytes gib(int64_t n) { return Bytes(n * 1024 * 1024 * 1024); }
-constexpr BytesPerSec gbyte_per_s(double g) { return BytesPerSec(g * 1e9); }
-constexpr FlopsPerSec flops_per_s(double f) { return FlopsPerSec(f); }
-constexpr SimTime picoseconds(int64_t ps) { return SimTime::from_ps(ps); }
-constexpr SimTime nanoseconds(int64_t ns) { return SimTime::from_ps(ns * 1000); }
-inline SimTime microseconds(double us) { return to_sim_time(us * 1e-6); }
+constexpr Bytes bytes(int64_t n) {
+  return Bytes(n);
+}
+constexpr Bytes kib(int64_t n) {
+  return Bytes(n * 1024);
+}
+constexpr Bytes mib(int64_t n) {
+  return Bytes(n * 1024 * 1024);
+}
+constexpr Bytes gib(int64_t n) {
+  return Bytes(n * 1024 * 1024 * 1024);
+}
+constexpr BytesPerSec gbyte_per_s(double g) {
+  return BytesPerSec(g * 1e9);
+}
+constexpr FlopsPerSec flops_per_s(double f) {
+  return FlopsPerSec(f);
+}
+constexpr SimTime picoseconds(int64_t ps) {
+  return SimTime::from_ps(ps);
+}
+constexpr SimTime nanoseconds(int64_t ns) {
+  return SimTime::from_ps(ns * 1000);
+}
+inline SimTime microseconds(double us) {
+  return to_sim_time(us * 1e-6);
+}
 
 /// Seconds to move `b` at rate `bw` (double; convert with to_sim_time).
 inline double transfer_seconds(Bytes b, BytesPerSec bw) {
   return static_cast<double>(b.value()) / bw.value();
 }
-inline double compute_seconds(Flops f, FlopsPerSec peak) { return f.value() / peak.value(); }
+inline double compute_seconds(Flops f, FlopsPerSec peak) {
+  return f.value() / peak.value();
+}
 
-inline constexpr Bytes operator*(Bytes b, int64_t k) { return Bytes(b.value() * k); }
-inline constexpr BytesPerSec operator*(BytesPerSec b, double k) { return BytesPerSec(b.value() * k); }
-inline constexpr FlopsPerSec operator*(FlopsPerSec f, double k) { return FlopsPerSec(f.value() * k); }
-inline constexpr Flops operator*(Flops f, double k) { return Flops(f.value() * k); }
+inline constexpr Bytes operator*(Bytes b, int64_t k) {
+  return Bytes(b.value() * k);
+}
+inline constexpr BytesPerSec operator*(BytesPerSec b, double k) {
+  return BytesPerSec(b.value() * k);
+}
+inline constexpr FlopsPerSec operator*(FlopsPerSec f, double k) {
+  return FlopsPerSec(f.value() * k);
+}
+inline constexpr Flops operator*(Flops f, double k) {
+  return Flops(f.value() * k);
+}
 
 }  // namespace shardsim

@@ -40,7 +40,7 @@ struct CollectivePlan {
 ///   All-to-all: direct, every pair at once.
 /// Each ring phase of r members costs r-1 steps of latency α (the longest
 /// route latency of its flows); `base_latency` is paid once.
-CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members,
-                               const Topology& topo, SimTime base_latency);
+CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
+                               SimTime base_latency);
 
 }  // namespace shardsim

@@ -45,8 +45,7 @@ EngineResult simulate(const Program& program, const Mesh& mesh, const Topology& 
 /// One collective of `kind` and `size` over the `axes` group that holds
 /// device 0, alone on the fabric (or, with all_groups, every such group at
 /// once). Its step_time is the collective's time.
-EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes,
-                                 const Topology& topo, const ChipSpec& chip, SimTime base_latency,
-                                 bool all_groups);
+EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes, const Topology& topo,
+                                 const ChipSpec& chip, SimTime base_latency, bool all_groups);
 
 }  // namespace shardsim

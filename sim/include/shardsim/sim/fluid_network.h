@@ -54,7 +54,7 @@ class FluidNetwork {
     double remaining = 0;
     double rate = 0;  // bytes per second
     double bytes = 0;
-    SimTime last;     // when remaining was last brought up to date
+    SimTime last;  // when remaining was last brought up to date
     SimTime start;
     std::vector<LinkId> route;
     uint32_t owner = 0;

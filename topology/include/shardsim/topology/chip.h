@@ -15,7 +15,7 @@ struct ChipSpec {
   std::string name;
   ChipFamily family = ChipFamily::kGpu;
   FlopsPerSec bf16_peak{0};
-  FlopsPerSec fp8_peak{0};        ///< 0 when the chip has no fp8 matmul
+  FlopsPerSec fp8_peak{0};  ///< 0 when the chip has no fp8 matmul
   Bytes hbm_capacity{0};
   BytesPerSec hbm_bandwidth{0};
   // Interconnect of one chip (one-way figures).
@@ -25,13 +25,13 @@ struct ChipSpec {
   /// Measured ring all-reduce bus bandwidth / NVLink line rate (NCCL figures).
   double nvlink_ring_efficiency = 1.0;
   // Compute model defaults (sim/compute_model.h documents their use).
-  double matmul_efficiency = 1.0;     ///< large-GEMM fraction of peak
-  double attention_efficiency = 1.0;  ///< fused attention fraction of peak
-  double memory_efficiency = 1.0;     ///< achievable fraction of HBM bandwidth
-  SimTime launch_overhead;            ///< per-op fixed cost
-  int compute_units = 1;              ///< SMs (GPU) or MXUs (TPU) that tiles spread over
+  double matmul_efficiency = 1.0;               ///< large-GEMM fraction of peak
+  double attention_efficiency = 1.0;            ///< fused attention fraction of peak
+  double memory_efficiency = 1.0;               ///< achievable fraction of HBM bandwidth
+  SimTime launch_overhead;                      ///< per-op fixed cost
+  int compute_units = 1;                        ///< SMs (GPU) or MXUs (TPU) that tiles spread over
   int tile_m = 128, tile_n = 128, tile_k = 64;  ///< matmul tile of one compute unit
-  std::string source;                 ///< citation of the figures
+  std::string source;                           ///< citation of the figures
 };
 
 }  // namespace shardsim

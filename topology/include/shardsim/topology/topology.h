@@ -31,9 +31,9 @@ enum class FabricKind : uint8_t { kTorus, kNvswitchFatTree };
 
 /// A torus or mesh of chips. Axis sizes multiply to the device count.
 struct TorusSpec {
-  std::vector<int64_t> dims;         ///< x first; device id = x + X·(y + Y·z)
-  std::vector<bool> wraparound;      ///< per axis
-  BytesPerSec link_bandwidth{0};     ///< one direction of one link, line rate
+  std::vector<int64_t> dims;      ///< x first; device id = x + X·(y + Y·z)
+  std::vector<bool> wraparound;   ///< per axis
+  BytesPerSec link_bandwidth{0};  ///< one direction of one link, line rate
   double link_efficiency = 1.0;
   SimTime hop_latency;
 };
@@ -44,16 +44,16 @@ struct FatTreeSpec {
   int64_t gpus_per_node = 8;
   BytesPerSec nvlink_bandwidth{0};  ///< per GPU, one way, line rate
   double nvlink_efficiency = 1.0;
-  SimTime nvlink_latency;           ///< per link (GPU to switch, switch to GPU)
-  BytesPerSec nic_bandwidth{0};     ///< per GPU, one way, line rate
+  SimTime nvlink_latency;        ///< per link (GPU to switch, switch to GPU)
+  BytesPerSec nic_bandwidth{0};  ///< per GPU, one way, line rate
   double nic_efficiency = 1.0;
-  SimTime nic_latency;              ///< GPU to leaf (and leaf to GPU) link
-  SimTime switch_latency;           ///< leaf to spine, spine to core links
-  bool rail_optimized = true;       ///< leaf r serves GPU r of each node
-  int64_t nics_per_leaf = 32;       ///< down ports of a leaf switch
+  SimTime nic_latency;         ///< GPU to leaf (and leaf to GPU) link
+  SimTime switch_latency;      ///< leaf to spine, spine to core links
+  bool rail_optimized = true;  ///< leaf r serves GPU r of each node
+  int64_t nics_per_leaf = 32;  ///< down ports of a leaf switch
   int tiers = 2;
-  int64_t leaves_per_pod = 16;      ///< tiers == 3 only
-  double oversubscription = 1.0;    ///< leaf down capacity / leaf up capacity
+  int64_t leaves_per_pod = 16;    ///< tiers == 3 only
+  double oversubscription = 1.0;  ///< leaf down capacity / leaf up capacity
 };
 
 class Topology {

@@ -10,9 +10,9 @@ namespace shardsim {
 /// Stream ids of a lowered training program.
 struct TrainStreams {
   static constexpr StreamId kCompute = 0;
-  static constexpr StreamId kTp = 1;         ///< tensor-parallel collectives
-  static constexpr StreamId kDpGather = 2;   ///< FSDP parameter all-gathers
-  static constexpr StreamId kDpReduce = 3;   ///< gradient all-reduce / reduce-scatter
+  static constexpr StreamId kTp = 1;        ///< tensor-parallel collectives
+  static constexpr StreamId kDpGather = 2;  ///< FSDP parameter all-gathers
+  static constexpr StreamId kDpReduce = 3;  ///< gradient all-reduce / reduce-scatter
 };
 
 /// The Program of one device for one optimizer step: for each microbatch the

@@ -21,7 +21,7 @@ struct Plan {
   int64_t seq_len = 2048;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
-  bool fsdp_prefetch = true;    ///< ZeRO-3: all-gather layer i+1 during layer i
+  bool fsdp_prefetch = true;                ///< ZeRO-3: all-gather layer i+1 during layer i
   int64_t grad_bucket_bytes = 160'000'000;  ///< Megatron default: 40M fp32 grads
   DType grad_reduce_dtype = DType::kFp32;
   DType matmul_dtype = DType::kBf16;

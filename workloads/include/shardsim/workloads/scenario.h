@@ -40,8 +40,7 @@ struct Override {
 /// InputError naming the file and JSON path on any problem.
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides = {});
 /// Same, from JSON text (`name` is used in messages).
-Scenario parse_scenario(const std::string& text, const std::string& name,
-                        const std::vector<Override>& overrides = {});
+Scenario parse_scenario(const std::string& text, const std::string& name, const std::vector<Override>& overrides = {});
 /// A cluster alone (a cluster preset name or a cluster JSON file), for
 /// `shardsim collective`.
 ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides = {});
