@@ -108,7 +108,7 @@ std::string ObjectReader::string(const std::string& key, const std::string& fall
 
 std::string ObjectReader::choice(const std::string& key, const std::vector<std::string>& allowed,
                                  const std::string& fallback) {
-  const std::string v = has(key) ? string(key) : fallback;
+  std::string v = has(key) ? string(key) : fallback;
   if (v.empty() && fallback.empty() && !j_.contains(key)) fail(key, "missing required field");
   for (const auto& a : allowed) {
     if (a == v) return v;

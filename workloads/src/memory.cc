@@ -43,7 +43,7 @@ int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p) {
     bytes += 2 * T * f;           // GeLU output (down input)
     bytes += 2 * rep_tokens * h;  // two dropout masks, 1 B per element each
   } else {
-    bytes += 2 * 2 * T * f;  // gate and up outputs
+    bytes += int64_t{4} * T * f;  // gate and up outputs, 2 B each
     bytes += 2 * T * f;      // SwiGLU output (down input)
   }
   return bytes;
@@ -76,7 +76,7 @@ MemoryReport training_memory(const Scenario& s) {
   // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
   add("logits", p.microbatch_size * p.seq_len * (padded_vocab(m, t) / t) * (2 + 4));
   int64_t buffers = 0;
-  if (fsdp) buffers += 2 * 2 * std::max({layer, embed, head});  // two gathered units
+  if (fsdp) buffers += int64_t{4} * std::max({layer, embed, head});  // two gathered units, 2 B each
   if (!fsdp && p.dp > 1) buffers += 2 * p.grad_bucket_bytes;    // DDP buckets in flight
   add("comm_buffers", buffers);
   for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
