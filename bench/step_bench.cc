@@ -2,12 +2,14 @@
 // Prints, per scenario: events, flows, wall seconds, engine events/s and peak
 // resident memory. Each scenario runs in its own child process so its peak
 // memory is its own.
-//   step_bench [SCENARIO.json...]   (default: the two reference scenarios)
+//   step_bench [--replica-shortcut] [SCENARIO.json...]   (default: the two reference scenarios)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -18,16 +20,17 @@
 
 namespace {
 
-int run_one(const std::string& file) {
+int run_one(const std::string& file, bool shortcut) {
   using clock = std::chrono::steady_clock;
   const shardsim::Scenario s = shardsim::load_scenario(file);
   const auto t0 = clock::now();
-  const shardsim::Program p = shardsim::lower_training_step(s);
+  const shardsim::ProgramSet p = shardsim::lower_training_step(s);
   const auto t1 = clock::now();
   const auto topo = shardsim::build_topology(s.cluster);
   const shardsim::Mesh mesh = shardsim::build_mesh(s.plan);
   shardsim::EngineOptions opt;
   opt.collective_base_latency = s.cluster.collective_base_latency;
+  opt.replica_shortcut = shortcut && s.plan.dp > 1;
   const auto t2 = clock::now();
   const shardsim::EngineResult r = shardsim::simulate(p, mesh, *topo, s.cluster.chip, opt);
   const auto t3 = clock::now();
@@ -36,8 +39,11 @@ int run_one(const std::string& file) {
   const double lower_s = std::chrono::duration<double>(t1 - t0).count();
   const double engine_s = std::chrono::duration<double>(t3 - t2).count();
   std::printf("%s\n", file.c_str());
-  std::printf("  devices %lld, ops per device %zu, simulated step %.4f s\n", static_cast<long long>(s.cluster.devices),
-              p.size(), r.step_time.seconds());
+  size_t ops = 0;
+  for (const auto& prog : p.stages) ops = std::max(ops, prog.size());
+  std::printf("  devices %lld (%lld simulated), ops per device %zu, simulated step %.4f s\n",
+              static_cast<long long>(s.cluster.devices), static_cast<long long>(r.active_devices), ops,
+              r.step_time.seconds());
   std::printf("  events %llu, flows %llu\n", static_cast<unsigned long long>(r.events),
               static_cast<unsigned long long>(r.flows));
   std::printf("  lowering %.3f s, engine %.3f s, engine throughput %.2f M events/s\n", lower_s, engine_s,
@@ -49,7 +55,15 @@ int run_one(const std::string& file) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> files(argv + 1, argv + argc);
+  std::vector<std::string> files;
+  bool shortcut = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--replica-shortcut") == 0) {
+      shortcut = true;
+    } else {
+      files.emplace_back(argv[i]);
+    }
+  }
   if (files.empty()) {
     files = {SHARDSIM_SOURCE_DIR "/examples/llama3-70b-h100x1024.json",
              SHARDSIM_SOURCE_DIR "/examples/llama3-8b-tpu-v5e-256.json"};
@@ -61,7 +75,7 @@ int main(int argc, char** argv) {
     if (pid == 0) {
       int rc = 2;
       try {
-        rc = run_one(f);
+        rc = run_one(f, shortcut);
       } catch (const shardsim::InputError& e) {
         std::fprintf(stderr, "%s\n", e.what());
       }

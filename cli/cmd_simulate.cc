@@ -14,6 +14,8 @@
 namespace shardsim::cli {
 namespace {
 
+constexpr int64_t kShortcutDevices = 2048;
+
 Override parse_set(const std::string& text) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -29,14 +31,14 @@ std::string gib(int64_t b) {
 
 void print_summary(const Scenario& s, const StepReport& r) {
   const Plan& p = s.plan;
-  std::printf("%s on %lld x %s (dp %lld, tp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
+  std::printf("%s on %lld x %s (dp %lld, tp %lld, pp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
               r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
-              static_cast<long long>(p.tp), p.zero, p.sequence_parallel ? ", sequence parallel" : "",
-              static_cast<long long>(p.microbatches()), static_cast<long long>(p.microbatch_size),
-              static_cast<long long>(p.seq_len));
+              static_cast<long long>(p.tp), static_cast<long long>(p.pp), p.zero,
+              p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
+              static_cast<long long>(p.microbatch_size), static_cast<long long>(p.seq_len));
   std::printf("  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);
-  std::printf("  MFU                %.1f %%    (HFU %.1f %%, %.1f model TFLOP/s per device)\n", 100 * r.mfu,
-              100 * r.hfu, r.model_tflops_per_device);
+  std::printf("  MFU                %.1f %%    (HFU %.1f %%; per device %.1f model, %.1f hardware TFLOP/s)\n",
+              100 * r.mfu, 100 * r.hfu, r.model_tflops_per_device, r.hardware_tflops_per_device);
   const auto& b = r.breakdown;
   auto pct = [&](double x) { return r.step_time_s > 0 ? 100 * x / r.step_time_s : 0.0; };
   std::printf(
@@ -53,9 +55,10 @@ void print_summary(const Scenario& s, const StepReport& r) {
     }
     std::printf("\n");
   }
-  std::printf("  simulation         %llu events, %llu flows, %lld ops per device, %.3f s wall\n",
+  std::printf("  simulation         %llu events, %llu flows, %lld ops per device, %lld of %lld devices run, %.3f s wall\n",
               static_cast<unsigned long long>(r.sim.events), static_cast<unsigned long long>(r.sim.flows),
-              static_cast<long long>(r.sim.ops_per_device), r.sim.wall_s);
+              static_cast<long long>(r.sim.ops_per_device), static_cast<long long>(r.sim.simulated_devices),
+              static_cast<long long>(r.devices), r.sim.wall_s);
 }
 
 }  // namespace
@@ -64,6 +67,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   std::string file, trace_file, trace_list = "0";
   std::vector<Override> sets;
   bool json = false, no_timing = false, trace_devices_given = false;
+  std::string shortcut = "auto";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--json")
@@ -92,11 +96,13 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const std::vector<uint32_t> traced = trace_file.empty()
                                            ? std::vector<uint32_t>{}
                                            : parse_device_list("--trace-devices", trace_list, s.cluster.devices);
-  StepRun run = run_training_step(s, traced);
+  // auto: simulate one data-parallel replica from 2048 devices up.
+  const bool use_shortcut = shortcut == "on" || (shortcut == "auto" && s.cluster.devices > kShortcutDevices);
+  StepRun run = run_training_step(s, traced, use_shortcut && s.plan.dp > 1);
   if (no_timing) run.report.sim.wall_s = 0;
   if (!trace_file.empty()) {
     std::string err;
-    if (!write_file_atomic(trace_file, chrome_trace_json(run.program, run.timeline), err)) {
+    if (!write_file_atomic(trace_file, chrome_trace_json(run.programs, run.timeline), err)) {
       throw UsageError(err);
     }
   }

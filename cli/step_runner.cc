@@ -1,5 +1,6 @@
 #include "step_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "shardsim/sim/engine.h"
@@ -8,17 +9,17 @@
 
 namespace shardsim {
 
-StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices) {
+StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut) {
   const auto t0 = std::chrono::steady_clock::now();
   StepRun run;
-  run.program = lower_training_step(s);
+  run.programs = lower_training_step(s);
   const auto topo = build_topology(s.cluster);
   const Mesh mesh = build_mesh(s.plan);
   EngineOptions opt;
   opt.trace_devices = trace_devices;
   opt.collective_base_latency = s.cluster.collective_base_latency;
-  opt.pipelined = s.plan.pp > 1;
-  EngineResult er = simulate(run.program, mesh, *topo, s.cluster.chip, opt);
+  opt.replica_shortcut = replica_shortcut;
+  EngineResult er = simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   StepReport& r = run.report;
@@ -29,24 +30,32 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.step_time_s = er.step_time.seconds();
   // Model and executed FLOPs: every device runs the same program, so the
   // step's totals are the per-device sums times the device count.
+  // Model and executed FLOPs: every device of a stage runs its stage's
+  // program, so the step's totals are the per-stage sums times the devices
+  // per stage.
   double model = 0, executed = 0;
-  for (const Op& o : run.program.ops()) {
-    model += o.model_flops.value();
-    if (o.compute == ComputeKind::kMatmul || o.compute == ComputeKind::kAttention) {
-      if (o.kind == OpKind::kCompute) executed += o.flops.value();
+  size_t max_ops = 0;
+  for (const Program& p : run.programs.stages) {
+    max_ops = std::max(max_ops, p.size());
+    for (const Op& o : p.ops()) {
+      model += o.model_flops.value();
+      if (o.kind == OpKind::kCompute &&
+          (o.compute == ComputeKind::kMatmul || o.compute == ComputeKind::kAttention)) {
+        executed += o.flops.value();
+      }
     }
   }
   const double devices = static_cast<double>(s.cluster.devices);
-  // A tp group computes one replica's work; the model FLOPs of a device are
-  // its share. (Pipeline stages, when they land, divide it the same way.)
-  r.model_flops_per_step = model * devices;
+  const double per_stage = devices / static_cast<double>(s.plan.pp);
+  r.model_flops_per_step = model * per_stage;
   const double peak = s.cluster.chip.bf16_peak.value();
   // MFU (Chowdhery et al. 2022, PaLM, appendix B): model FLOPs per second over
   // the aggregate dense bf16 peak. HFU counts executed matmul and attention
   // FLOPs instead (they differ by recomputation and replicated KV heads).
   r.mfu = r.step_time_s > 0 ? r.model_flops_per_step / (r.step_time_s * devices * peak) : 0;
-  r.hfu = r.step_time_s > 0 ? executed * devices / (r.step_time_s * devices * peak) : 0;
-  r.model_tflops_per_device = r.step_time_s > 0 ? model / r.step_time_s / 1e12 : 0;
+  r.hfu = r.step_time_s > 0 ? executed * per_stage / (r.step_time_s * devices * peak) : 0;
+  r.model_tflops_per_device = r.step_time_s > 0 ? r.model_flops_per_step / devices / r.step_time_s / 1e12 : 0;
+  r.hardware_tflops_per_device = r.step_time_s > 0 ? executed * per_stage / devices / r.step_time_s / 1e12 : 0;
   r.tokens_per_step = s.plan.global_batch * s.plan.seq_len;
   r.tokens_per_s = r.step_time_s > 0 ? static_cast<double>(r.tokens_per_step) / r.step_time_s : 0;
   r.breakdown = er.breakdown;
@@ -54,7 +63,8 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.sim.events = er.events;
   r.sim.flows = er.flows;
   r.sim.devices = s.cluster.devices;
-  r.sim.ops_per_device = static_cast<int64_t>(run.program.size());
+  r.sim.ops_per_device = static_cast<int64_t>(max_ops);
+  r.sim.simulated_devices = er.active_devices;
   r.sim.wall_s = wall;
   run.timeline = std::move(er.timeline);
   return run;

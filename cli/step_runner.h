@@ -11,12 +11,15 @@
 namespace shardsim {
 
 struct StepRun {
-  Program program;
+  ProgramSet programs;
   StepReport report;
   Timeline timeline;
 };
 
-/// Lowers and simulates `s`, recording the spans of `trace_devices`.
-StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices);
+/// Lowers and simulates `s`, recording the spans of `trace_devices`. With
+/// `replica_shortcut`, only data-parallel replica 0 is simulated (see
+/// EngineOptions::replica_shortcut).
+StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices,
+                          bool replica_shortcut = false);
 
 }  // namespace shardsim

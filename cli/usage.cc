@@ -7,6 +7,7 @@ const char* const kUsage = R"(shardsim: predict how a Transformer training step 
 Usage:
   shardsim simulate SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
                              [--trace-devices LIST] [--no-timing]
+                             [--replica-shortcut on|off|auto]
       Lower SCENARIO (model + cluster + plan) to a per-device program and
       simulate one training step. Prints a summary, or with --json one object:
       step_time_s, mfu, hfu, model_tflops_per_device, tokens_per_s, breakdown
@@ -18,6 +19,10 @@ Usage:
       --trace FILE         write a Chrome trace (open in ui.perfetto.dev)
       --trace-devices L    devices to trace, e.g. 0,1,8-15 (default 0)
       --no-timing          report sim.wall_s as 0, for byte-identical output
+      --replica-shortcut   simulate only data-parallel replica 0 (replicas run
+                           the same program; collectives over dp still move
+                           every member's data). auto (default): on above
+                           2048 devices. sim.simulated_devices says which.
 
   shardsim collective SCENARIO|CLUSTER --op OP --bytes SIZE [--group G]
                       [--concurrent] [--set PATH=VALUE]... [--json]

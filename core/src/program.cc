@@ -96,6 +96,8 @@ std::string_view to_string(Pass p) {
       return "bwd";
     case Pass::kOptimizer:
       return "opt";
+    case Pass::kRecompute:
+      return "recompute";
   }
   return "?";
 }

@@ -1,6 +1,6 @@
 // The native engine. Events are ordered by (integer picosecond time,
-// insertion number), so runs are deterministic. Every device runs the same
-// Program (SPMD); an op starts as soon as its dependencies end (the Program
+// insertion number), so runs are deterministic. Every device runs its
+// pipeline stage's Program (SPMD within a stage); an op starts as soon as its dependencies end (the Program
 // encodes stream order as dependencies). A compute op ends after its
 // roofline time. A collective waits until every member of its group has
 // reached it, then runs its plan's phases of flows on the FluidNetwork; all
@@ -9,6 +9,7 @@
 #include "shardsim/sim/engine.h"
 
 #include <algorithm>
+#include <deque>
 #include <queue>
 #include <unordered_map>
 
@@ -20,7 +21,7 @@
 namespace shardsim {
 namespace {
 
-enum class EvType : uint8_t { kOpEnd, kFlowEnd, kPhaseEnd };
+enum class EvType : uint8_t { kOpEnd, kFlowEnd, kPhaseEnd, kTransferEnd };
 
 struct Event {
   uint32_t a;  // device | flow | run
@@ -123,54 +124,90 @@ struct DeviceClock {
   }
 };
 
+/// A pipeline transfer in flight (eager: the sender does not wait for the
+/// receiver to post its receive).
+struct Transfer {
+  DeviceId src = 0;
+  DeviceId dst = 0;
+  OpId send_op = 0;
+  Pass pass = Pass::kForward;
+};
+
+/// Receives of one (receiver, sender, pass) channel, matched in order with
+/// the sender's sends on it.
+struct Channel {
+  uint32_t arrived = 0;      ///< transfers delivered before their receive was posted
+  std::deque<OpId> waiting;  ///< receives posted before their transfer arrived
+};
+
+constexpr uint32_t kP2pOwner = 0x80000000u;  // flow owner: a Transfer, not a collective run
+
 class Engine {
  public:
-  Engine(const Program& p, const Mesh& mesh, const Topology& topo, const ChipSpec& chip, const EngineOptions& opt)
-      : p_(p), mesh_(mesh), topo_(topo), opt_(opt), net_(topo) {
-    const size_t n = p.size();
+  Engine(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip, const EngineOptions& opt)
+      : ps_(ps), mesh_(mesh), topo_(topo), opt_(opt), net_(topo) {
     devices_ = static_cast<uint32_t>(mesh.devices());
     SHARDSIM_ASSERT(mesh.devices() == topo.num_devices(), "mesh and topology disagree on the device count");
-    duration_.resize(n);
-    dep_count_.resize(n);
-    coll_slot_.assign(n, 0);
+    SHARDSIM_ASSERT(static_cast<int64_t>(ps.stages.size()) == mesh.size(MeshAxis::kPp),
+                    "one program per pipeline stage");
     uint64_t slots = 0;
-    for (OpId i = 0; i < n; ++i) {
-      const Op& o = p.op(i);
-      dep_count_[i] = static_cast<uint16_t>(p.deps(i).size());
-      SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
-      if (o.kind == OpKind::kCompute) duration_[i] = compute_time(o, chip);
-      if (o.kind == OpKind::kCollective) {
-        coll_slot_[i] = slots;
-        slots += static_cast<uint64_t>(mesh.num_groups(o.axes));
+    for (const Program& p : ps.stages) {
+      ProgramInfo info;
+      const size_t n = p.size();
+      info.duration.resize(n);
+      info.dep_count.resize(n);
+      info.coll_slot.assign(n, 0);
+      for (OpId i = 0; i < n; ++i) {
+        const Op& o = p.op(i);
+        SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
+        info.dep_count[i] = static_cast<uint16_t>(p.deps(i).size());
+        if (o.kind == OpKind::kCompute) info.duration[i] = compute_time(o, chip);
+        if (o.kind == OpKind::kCollective) {
+          SHARDSIM_ASSERT(!(o.axes & axis_bit(MeshAxis::kPp)), "collectives stay inside a pipeline stage");
+          info.coll_slot[i] = slots;
+          slots += static_cast<uint64_t>(mesh.num_groups(o.axes));
+        }
       }
+      info_.push_back(std::move(info));
     }
     arrivals_.assign(slots, 0);
-    remaining_.resize(static_cast<size_t>(devices_) * n);
-    for (uint32_t d = 0; d < devices_; ++d) {
-      std::copy(dep_count_.begin(), dep_count_.end(), remaining_.begin() + static_cast<std::ptrdiff_t>(d * n));
-    }
-    clocks_.resize(devices_);
-    trace_index_.assign(devices_, -1);
-    for (uint32_t d : opt.trace_devices) {
-      if (d < devices_ && trace_index_[d] < 0) {
-        trace_index_[d] = static_cast<int>(trace_starts_.size());
-        trace_starts_.emplace_back(n);
-        result_.timeline.devices.push_back(d);
-      }
-    }
-    std::sort(result_.timeline.devices.begin(), result_.timeline.devices.end());
     active_.assign(devices_, opt.active_devices.empty() ? 1 : 0);
     for (uint32_t d : opt.active_devices) {
       if (d < devices_) active_[d] = 1;
     }
+    if (opt.replica_shortcut) {
+      for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kDp) == 0;
+    }
+    stage_of_.resize(devices_);
+    rem_offset_.resize(devices_ + 1, 0);
+    for (uint32_t d = 0; d < devices_; ++d) {
+      stage_of_[d] = static_cast<uint16_t>(mesh.coord(d, MeshAxis::kPp));
+      rem_offset_[d + 1] = rem_offset_[d] + (active_[d] ? program(d).size() : 0);
+    }
+    remaining_.resize(rem_offset_[devices_]);
+    for (uint32_t d = 0; d < devices_; ++d) {
+      if (!active_[d]) continue;
+      const auto& dc = info_[stage_of_[d]].dep_count;
+      std::copy(dc.begin(), dc.end(), remaining_.begin() + static_cast<std::ptrdiff_t>(rem_offset_[d]));
+    }
+    clocks_.resize(devices_);
+    trace_index_.assign(devices_, -1);
+    for (uint32_t d : opt.trace_devices) {
+      if (d < devices_ && active_[d] && trace_index_[d] < 0) {
+        trace_index_[d] = static_cast<int>(trace_starts_.size());
+        trace_starts_.emplace_back(program(d).size());
+        result_.timeline.devices.push_back(d);
+      }
+    }
+    std::sort(result_.timeline.devices.begin(), result_.timeline.devices.end());
   }
 
   EngineResult run() {
-    const size_t n = p_.size();
     for (uint32_t d = 0; d < devices_; ++d) {
       if (!active_[d]) continue;
-      for (OpId i = 0; i < n; ++i) {
-        if (dep_count_[i] == 0) start(d, i);
+      const auto& dc = info_[stage_of_[d]].dep_count;
+      for (OpId i = 0; i < dc.size(); ++i) {
+        if (dc[i] == 0) start(d, i);
       }
     }
     std::vector<FluidNetwork::Finish> finishes;
@@ -197,6 +234,13 @@ class Engine {
   }
 
  private:
+  struct ProgramInfo {
+    std::vector<SimTime> duration;
+    std::vector<uint16_t> dep_count;
+    std::vector<uint64_t> coll_slot;
+  };
+  const Program& program(uint32_t d) const { return ps_.stages[stage_of_[d]]; }
+
   void push(SimTime t, EvType type, uint32_t a, uint32_t b) { queue_.push(t.ps(), Event{a, b, type}); }
 
   void handle(const Event& e) {
@@ -210,29 +254,114 @@ class Engine {
       case EvType::kPhaseEnd:
         phase_end(e.a);
         break;
+      case EvType::kTransferEnd:
+        transfer_end(e.a);
+        break;
     }
+  }
+
+  /// The device `delta` pipeline stages away from d (wrapping around).
+  DeviceId pipeline_peer(DeviceId d, int delta) const {
+    const int64_t pp = mesh_.size(MeshAxis::kPp);
+    const int64_t c = mesh_.coord(d, MeshAxis::kPp);
+    const int64_t nc = ((c + delta) % pp + pp) % pp;
+    return static_cast<DeviceId>(static_cast<int64_t>(d) + (nc - c) * mesh_.stride(MeshAxis::kPp));
+  }
+  static uint64_t channel_key(DeviceId receiver, DeviceId sender, Pass pass) {
+    return static_cast<uint64_t>(receiver) << 33 | static_cast<uint64_t>(sender) << 1 |
+           (pass == Pass::kForward ? 0u : 1u);
   }
 
   void start(uint32_t d, OpId op) {
-    const Op& o = p_.op(op);
+    const Op& o = program(d).op(op);
     if (trace_index_[d] >= 0) trace_starts_[static_cast<size_t>(trace_index_[d])][op] = now_;
-    if (o.kind == OpKind::kCompute) {
-      DeviceClock& c = clocks_[d];
-      c.advance(now_);
-      c.computing = true;
-      push(now_ + duration_[op], EvType::kOpEnd, d, op);
-      return;
+    switch (o.kind) {
+      case OpKind::kCompute: {
+        DeviceClock& c = clocks_[d];
+        c.advance(now_);
+        c.computing = true;
+        push(now_ + info_[stage_of_[d]].duration[op], EvType::kOpEnd, d, op);
+        return;
+      }
+      case OpKind::kSend:
+        send(d, op, o);
+        return;
+      case OpKind::kRecv: {
+        Channel& ch = channels_[channel_key(d, pipeline_peer(d, o.peer), o.pass)];
+        if (ch.arrived > 0) {
+          --ch.arrived;
+          end_op(d, op);
+        } else {
+          ch.waiting.push_back(op);
+        }
+        return;
+      }
+      case OpKind::kCollective:
+        break;
     }
-    SHARDSIM_ASSERT(o.kind == OpKind::kCollective, "only compute and collective ops are lowered yet");
-    const uint64_t slot = coll_slot_[op] + static_cast<uint64_t>(mesh_.group_index(d, o.axes));
-    const auto size = static_cast<uint32_t>(mesh_.group_size(o.axes));
+    const uint64_t slot = info_[stage_of_[d]].coll_slot[op] + static_cast<uint64_t>(mesh_.group_index(d, o.axes));
+    // With the replica shortcut only data-parallel replica 0 runs; a group
+    // that spans dp counts its other members as arrived with it (replicas are
+    // symmetric), and its flows still cover every member.
+    auto size = static_cast<uint32_t>(mesh_.group_size(o.axes));
+    if (opt_.replica_shortcut && (o.axes & axis_bit(MeshAxis::kDp))) {
+      size /= static_cast<uint32_t>(mesh_.size(MeshAxis::kDp));
+    }
     if (++arrivals_[slot] < size) return;
-    arrivals_[slot] = 0;  // ready for the next use of this op (never: ops run once)
     launch(d, op);
   }
 
+  void send(uint32_t d, OpId op, const Op& o) {
+    uint32_t id;
+    if (!free_transfers_.empty()) {
+      id = free_transfers_.back();
+      free_transfers_.pop_back();
+    } else {
+      id = static_cast<uint32_t>(transfers_.size());
+      transfers_.emplace_back();
+    }
+    const DeviceId dst = pipeline_peer(d, o.peer);
+    transfers_[id] = Transfer{d, dst, op, o.pass};
+    for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
+      clocks_[x].advance(now_);
+      ++clocks_[x].comm_active;
+    }
+    net_.add(d, dst, static_cast<double>(o.comm_bytes.value()), kP2pOwner | id, now_);
+    ++result_.flows;
+  }
+
+  void transfer_end(uint32_t id) {
+    const Transfer tr = transfers_[id];
+    free_transfers_.push_back(id);
+    for (DeviceId x : {tr.src, tr.dst}) {
+      clocks_[x].advance(now_);
+      --clocks_[x].comm_active;
+    }
+    end_op(tr.src, tr.send_op);
+    if (!active_[tr.dst]) return;
+    Channel& ch = channels_[channel_key(tr.dst, tr.src, tr.pass)];
+    if (ch.waiting.empty()) {
+      ++ch.arrived;
+      return;
+    }
+    const OpId recv = ch.waiting.front();
+    ch.waiting.pop_front();
+    end_op(tr.dst, recv);
+  }
+
+  SimTime route_latency(DeviceId a, DeviceId b) {
+    const uint64_t key = static_cast<uint64_t>(a) << 32 | b;
+    auto [it, fresh] = route_latency_.try_emplace(key);
+    if (fresh) {
+      route_scratch_.clear();
+      topo_.route(a, b, route_scratch_);
+      for (LinkId l : route_scratch_) it->second += topo_.link(l).latency;
+    }
+    return it->second;
+  }
+
   void launch(uint32_t any_member, OpId op) {
-    const Op& o = p_.op(op);
+    const Op& o = program(any_member).op(op);
     uint32_t id;
     if (!free_runs_.empty()) {
       id = free_runs_.back();
@@ -278,15 +407,23 @@ class Engine {
   }
 
   void flow_done(FlowId f) {
-    const uint32_t id = net_.owner(f);
-    CollectiveRun& r = runs_[id];
+    const uint32_t owner = net_.owner(f);
     const DeviceId src = net_.src(f);
+    const DeviceId dst = net_.dst(f);
+    const bool p2p = (owner & kP2pOwner) != 0;
+    const uint32_t id = owner & ~kP2pOwner;
+    const OpId op = p2p ? transfers_[id].send_op : runs_[id].op;
     if (trace_index_[src] >= 0) {
       result_.timeline.flows.push_back(
-          TimelineFlow{src, net_.dst(f), r.op, Bytes(static_cast<int64_t>(net_.bytes(f))), net_.start(f), now_});
+          TimelineFlow{src, dst, stage_of_[src], op, Bytes(static_cast<int64_t>(net_.bytes(f))), net_.start(f), now_});
     }
     result_.flow_byte_hops += net_.bytes(f) * static_cast<double>(net_.hops(f));
     net_.finish(f);
+    if (p2p) {
+      push(now_ + route_latency(src, dst), EvType::kTransferEnd, id, 0);
+      return;
+    }
+    CollectiveRun& r = runs_[id];
     if (--r.pending == 0) push(now_ + r.cached->plan.phases[r.phase].latency, EvType::kPhaseEnd, id, 0);
   }
 
@@ -312,11 +449,14 @@ class Engine {
     }
     r.in_use = false;
     free_runs_.push_back(id);
-    for (DeviceId m : cached->members) end_op(m, op);
+    for (DeviceId m : cached->members) {
+      if (active_[m]) end_op(m, op);
+    }
   }
 
   void end_op(uint32_t d, OpId op) {
-    const Op& o = p_.op(op);
+    const Program& p = program(d);
+    const Op& o = p.op(op);
     DeviceClock& c = clocks_[d];
     if (o.kind == OpKind::kCompute) {
       c.advance(now_);
@@ -325,10 +465,10 @@ class Engine {
     c.end = std::max(c.end, now_);
     if (trace_index_[d] >= 0) {
       result_.timeline.spans.push_back(
-          TimelineSpan{d, o.stream, op, trace_starts_[static_cast<size_t>(trace_index_[d])][op], now_});
+          TimelineSpan{d, stage_of_[d], o.stream, op, trace_starts_[static_cast<size_t>(trace_index_[d])][op], now_});
     }
-    uint16_t* rem = remaining_.data() + static_cast<size_t>(d) * p_.size();
-    for (OpId s : p_.succs(op)) {
+    uint16_t* rem = remaining_.data() + rem_offset_[d];
+    for (OpId s : p.succs(op)) {
       if (--rem[s] == 0) start(d, s);
     }
   }
@@ -343,13 +483,14 @@ class Engine {
       }
     }
     for (uint32_t d = 0; d < devices_; ++d) {
-      if (!active_[d]) continue;
-      const size_t base = static_cast<size_t>(d) * p_.size();
-      for (size_t i = 0; i < p_.size(); ++i) {
-        SHARDSIM_ASSERT(remaining_[base + i] == 0, "an op never ran: deadlock");
+      for (size_t i = rem_offset_[d]; i < rem_offset_[d + 1]; ++i) {
+        SHARDSIM_ASSERT(remaining_[i] == 0, "an op never ran: deadlock");
       }
     }
     SHARDSIM_ASSERT(net_.active_flows() == 0, "flows left at the end");
+    for (const auto& [key, ch] : channels_) {
+      SHARDSIM_ASSERT(ch.arrived == 0 && ch.waiting.empty(), "a pipeline send and receive did not pair up");
+    }
     DeviceClock& c = clocks_[crit];
     c.advance(step);
     result_.step_time = step;
@@ -357,19 +498,20 @@ class Engine {
     const double idle = (step - c.compute - c.comm_only).seconds();
     result_.breakdown.compute_s = c.compute.seconds();
     result_.breakdown.exposed_comm_s = c.comm_only.seconds();
-    (opt_.pipelined ? result_.breakdown.bubble_s : result_.breakdown.other_s) = idle;
+    (mesh_.size(MeshAxis::kPp) > 1 ? result_.breakdown.bubble_s : result_.breakdown.other_s) = idle;
     result_.link_bytes = net_.link_bytes();
+    for (uint32_t d = 0; d < devices_; ++d) result_.active_devices += active_[d];
   }
 
-  const Program& p_;
+  const ProgramSet& ps_;
   const Mesh& mesh_;
   const Topology& topo_;
   const EngineOptions& opt_;
   FluidNetwork net_;
   uint32_t devices_ = 0;
-  std::vector<SimTime> duration_;
-  std::vector<uint16_t> dep_count_;
-  std::vector<uint64_t> coll_slot_;
+  std::vector<ProgramInfo> info_;
+  std::vector<uint16_t> stage_of_;
+  std::vector<size_t> rem_offset_;
   std::vector<uint32_t> arrivals_;
   std::vector<uint16_t> remaining_;
   std::vector<DeviceClock> clocks_;
@@ -379,6 +521,11 @@ class Engine {
   std::unordered_map<PlanKey, CachedPlan, PlanKeyHash> plans_;
   std::vector<CollectiveRun> runs_;
   std::vector<uint32_t> free_runs_;
+  std::vector<Transfer> transfers_;
+  std::vector<uint32_t> free_transfers_;
+  std::unordered_map<uint64_t, Channel> channels_;
+  std::unordered_map<uint64_t, SimTime> route_latency_;
+  std::vector<LinkId> route_scratch_;
   EventQueue queue_;
   SimTime now_;
   EngineResult result_;
@@ -386,9 +533,9 @@ class Engine {
 
 }  // namespace
 
-EngineResult simulate(const Program& program, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
+EngineResult simulate(const ProgramSet& programs, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
                       const EngineOptions& options) {
-  return Engine(program, mesh, topo, chip, options).run();
+  return Engine(programs, mesh, topo, chip, options).run();
 }
 
 }  // namespace shardsim
@@ -406,11 +553,12 @@ EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& me
   o.comm_bytes = size;
   o.name = b.intern(to_string(kind));
   b.add(o);
-  const Program program = std::move(b).finish();
+  ProgramSet programs;
+  programs.stages.push_back(std::move(b).finish());
   EngineOptions opt;
   opt.collective_base_latency = base_latency;
   if (!all_groups) mesh.group_members(0, axes, opt.active_devices);
-  return simulate(program, mesh, topo, chip, opt);
+  return simulate(programs, mesh, topo, chip, opt);
 }
 
 }  // namespace shardsim

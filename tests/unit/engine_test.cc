@@ -34,7 +34,8 @@ TEST(Engine, ComputeOnlyDagTakesItsCriticalPath) {
   const OpId y = b.add(op(1, 5), {});   // 5 ms on the other stream
   const OpId z = b.add(op(0, 2), {x});  // after x: 3 ms total
   b.add(op(0, 1), {y, z});              // after both: 6 ms
-  const Program p = std::move(b).finish();
+  ProgramSet p;
+  p.stages.push_back(std::move(b).finish());
   const Mesh m({1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
   TorusSpec t;
   t.dims = {2};
@@ -55,7 +56,7 @@ TEST(Engine, SameScenarioGivesByteIdenticalResultAndTrace) {
   StepRun b = run_training_step(s, {0, 1, 8});
   a.report.sim.wall_s = b.report.sim.wall_s = 0;
   EXPECT_EQ(step_report_json(a.report), step_report_json(b.report));
-  EXPECT_EQ(chrome_trace_json(a.program, a.timeline), chrome_trace_json(b.program, b.timeline));
+  EXPECT_EQ(chrome_trace_json(a.programs, a.timeline), chrome_trace_json(b.programs, b.timeline));
   EXPECT_FALSE(a.timeline.flows.empty());
 }
 

@@ -16,10 +16,13 @@ struct Case {
   const char* plan;
 };
 
-double program_model_flops(const Program& p) {
+/// Model FLOPs of a step: each stage's program runs on devices / pp devices.
+double step_model_flops(const ProgramSet& ps, int64_t devices) {
   double f = 0;
-  for (const Op& o : p.ops()) f += o.model_flops.value();
-  return f;
+  for (const Program& p : ps.stages) {
+    for (const Op& o : p.ops()) f += o.model_flops.value();
+  }
+  return f * static_cast<double>(devices) / static_cast<double>(ps.stages.size());
 }
 
 class FlopConservation : public ::testing::TestWithParam<Case> {};
@@ -29,9 +32,7 @@ TEST_P(FlopConservation, ProgramMatchesClosedForm) {
   const std::string json =
       std::string(R"({"model": ")") + c.model + R"(", "cluster": )" + c.cluster + R"(, "plan": )" + c.plan + "}";
   const Scenario s = testing::scenario(json);
-  const Program p = lower_training_step(s);
-  const double per_device = program_model_flops(p);
-  const double total = per_device * static_cast<double>(s.cluster.devices);
+  const double total = step_model_flops(lower_training_step(s), s.cluster.devices);
   const double expect = closed_form_model_flops(s.model, s.plan);
   EXPECT_NEAR(total / expect, 1.0, 1e-9) << c.model << " " << c.plan;
 }
@@ -50,7 +51,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gpt3-175b", kH100x16, R"({"dp": 2, "tp": 8, "global_batch": 4, "seq_len": 2048})"},
                       Case{"llama3-405b", kH100x16, R"({"dp": 1, "tp": 16, "global_batch": 1, "seq_len": 1024})"},
                       Case{"llama2-70b", kV5e,
-                           R"({"dp": 32, "tp": 8, "zero": 3, "global_batch": 32, "seq_len": 2048})"}),
+                           R"({"dp": 32, "tp": 8, "zero": 3, "global_batch": 32, "seq_len": 2048})"},
+                      Case{"llama3-8b", kH100x64,
+                           R"({"dp": 4, "tp": 4, "pp": 4, "zero": 1, "global_batch": 16, "seq_len": 2048,
+                               "schedule": "interleaved", "virtual_stages": 2, "recompute": "full"})"},
+                      Case{"gpt3-175b", kH100x64,
+                           R"({"dp": 1, "tp": 8, "pp": 8, "global_batch": 8, "seq_len": 2048, "recompute": "selective",
+                               "attention": "unfused", "sequence_parallel": true})"},
+                      Case{"llama2-70b", kH100x16,
+                           R"({"dp": 1, "tp": 4, "pp": 4, "zero": 2, "global_batch": 4, "seq_len": 1024,
+                               "schedule": "gpipe", "layers_per_stage": [19, 21, 21, 19]})"}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string n = std::string(info.param.model) + "_" + std::to_string(info.index);
       for (char& ch : n) {
@@ -94,7 +104,7 @@ TEST(Memory, GptLayerActivationsAreKorthikanti34sbh) {
 TEST(Lowering, TensorParallelAddsFourCollectivesPerLayerAndMicrobatch) {
   const Scenario s = testing::scenario(
       R"({"model": "llama3-8b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "global_batch": 16, "seq_len": 2048}})");
-  const Program p = lower_training_step(s);
+  const Program p = std::move(lower_training_step(s).stages[0]);
   int tp_collectives = 0;
   for (const Op& o : p.ops()) {
     if (o.kind == OpKind::kCollective && o.axes == axis_bit(MeshAxis::kTp) && o.layer >= 0) ++tp_collectives;
@@ -105,7 +115,7 @@ TEST(Lowering, TensorParallelAddsFourCollectivesPerLayerAndMicrobatch) {
 TEST(Lowering, DependenciesPointBackwards) {
   const Scenario s = testing::scenario(
       R"({"model": "llama3-8b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "zero": 3, "global_batch": 128, "seq_len": 2048}})");
-  const Program p = lower_training_step(s);
+  const Program p = std::move(lower_training_step(s).stages[0]);
   for (OpId i = 0; i < p.size(); ++i) {
     for (OpId d : p.deps(i)) EXPECT_LT(d, i);
     for (OpId n : p.succs(i)) EXPECT_GT(n, i);

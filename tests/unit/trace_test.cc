@@ -19,7 +19,7 @@ TEST(ChromeTrace, HasProcessesThreadsSpansAndPairedFlows) {
       "ffn_hidden": 4096, "heads": 16, "vocab": 32000}, "cluster": "dgx-h100-64",
       "plan": {"dp": 8, "tp": 8, "zero": 3, "global_batch": 8, "seq_len": 1024}})");
   const StepRun run = run_training_step(s, {0, 1, 2, 3, 4, 5, 6, 7, 8});
-  const auto j = nlohmann::json::parse(chrome_trace_json(run.program, run.timeline));
+  const auto j = nlohmann::json::parse(chrome_trace_json(run.programs, run.timeline));
   ASSERT_TRUE(j.contains("traceEvents"));
   std::map<std::string, int> phases;
   std::map<uint64_t, int> flow_ids;
@@ -39,8 +39,8 @@ TEST(ChromeTrace, HasProcessesThreadsSpansAndPairedFlows) {
     if (ph == "f") flow_ids[e["id"].get<uint64_t>()] += 10;
   }
   EXPECT_EQ(pids.size(), 9u);
-  EXPECT_EQ(phases["M"], 9 * (1 + static_cast<int>(run.program.num_streams())));
-  EXPECT_EQ(static_cast<size_t>(phases["X"]), 9 * run.program.size());
+  EXPECT_EQ(phases["M"], 9 * (1 + static_cast<int>(run.programs.stages[0].num_streams())));
+  EXPECT_EQ(static_cast<size_t>(phases["X"]), 9 * run.programs.stages[0].size());
   EXPECT_GT(phases["s"], 0);
   for (const auto& [id, n] : flow_ids) EXPECT_EQ(n, 11) << "flow " << id << " is not a start/finish pair";
   // The last span ends at the step time (microseconds).

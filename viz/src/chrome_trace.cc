@@ -36,7 +36,8 @@ std::string_view category(const Op& o) {
 
 }  // namespace
 
-std::string chrome_trace_json(const Program& p, const Timeline& tl) {
+std::string chrome_trace_json(const ProgramSet& ps, const Timeline& tl) {
+  const Program& any = ps.stages.front();  // every stage declares the same streams
   std::string out;
   out.reserve(256 + tl.spans.size() * 200 + tl.flows.size() * 200);
   out += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
@@ -51,16 +52,17 @@ std::string chrome_trace_json(const Program& p, const Timeline& tl) {
     std::snprintf(buf, sizeof buf,
                   "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":\"device %u\"}}", d, d);
     out += buf;
-    for (size_t s = 0; s < p.num_streams(); ++s) {
+    for (size_t s = 0; s < any.num_streams(); ++s) {
       sep();
       std::snprintf(buf, sizeof buf,
                     "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%zu,\"args\":{\"name\":\"", d, s);
       out += buf;
-      append_escaped(out, p.stream_names()[s]);
+      append_escaped(out, any.stream_names()[s]);
       out += "\"}}";
     }
   }
   for (const TimelineSpan& s : tl.spans) {
+    const Program& p = ps.stages[s.program];
     const Op& o = p.op(s.op);
     sep();
     out += "{\"ph\":\"X\",\"name\":\"";
@@ -91,7 +93,7 @@ std::string chrome_trace_json(const Program& p, const Timeline& tl) {
   uint64_t id = 0;
   for (const TimelineFlow& f : tl.flows) {
     if (f.dst >= traced.size() || !traced[f.dst]) continue;
-    const unsigned tid = p.op(f.op).stream;
+    const unsigned tid = ps.stages[f.program].op(f.op).stream;
     ++id;
     sep();
     std::snprintf(

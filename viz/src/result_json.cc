@@ -15,6 +15,7 @@ std::string step_report_json(const StepReport& r) {
   j["hfu"] = r.hfu;
   j["model_flops_per_step"] = r.model_flops_per_step;
   j["model_tflops_per_device"] = r.model_tflops_per_device;
+  j["hardware_tflops_per_device"] = r.hardware_tflops_per_device;
   j["tokens_per_step"] = r.tokens_per_step;
   j["tokens_per_s"] = r.tokens_per_s;
   j["breakdown"] = {{"compute_s", r.breakdown.compute_s},
@@ -31,6 +32,7 @@ std::string step_report_json(const StepReport& r) {
               {"events", r.sim.events},
               {"flows", r.sim.flows},
               {"devices", r.sim.devices},
+              {"simulated_devices", r.sim.simulated_devices},
               {"ops_per_device", r.sim.ops_per_device},
               {"wall_s", r.sim.wall_s}};
   return j.dump(2) + "\n";

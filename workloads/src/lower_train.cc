@@ -7,8 +7,8 @@
 // forward is an identity backward and vice versa; all-gather <-> reduce-scatter.
 //
 // Every op's FLOPs are 2·M·N·K for a matmul (Narayanan et al. 2021) and the
-// causal flash-attention count for attention; HBM bytes are what the kernel
-// must read and write at its dtype, with attention fused (no s² tensor in HBM).
+// causal attention count for attention; HBM bytes are what the kernel must
+// read and write at its dtype.
 #include <algorithm>
 #include <vector>
 
@@ -25,10 +25,13 @@ constexpr StreamId kReduce = TrainStreams::kDpReduce;
 constexpr uint8_t kTpAxis = axis_bit(MeshAxis::kTp);
 constexpr uint8_t kDpAxis = axis_bit(MeshAxis::kDp);
 constexpr int64_t kAct = 2;  // activation bytes (bf16)
+constexpr OpId kNone = kNoOp;
 
-class TrainLowering {
+/// Builds the Program of one pipeline stage.
+class StageLowering {
  public:
-  explicit TrainLowering(const Scenario& sc) : m_(sc.model), p_(sc.plan) {
+  StageLowering(const Scenario& sc, const ChunkLayout& layout, int64_t stage)
+      : m_(sc.model), p_(sc.plan), layout_(layout), stage_(stage) {
     t_ = p_.tp;
     T_ = p_.microbatch_size * p_.seq_len;
     Ts_ = p_.sequence_parallel ? T_ / t_ : T_;
@@ -47,26 +50,54 @@ class TrainLowering {
     embed_params_ =
         (m_.tied_embeddings ? 0 : vocab_rows) + (m_.position == PositionKind::kLearned ? p_.seq_len * h_ : 0);
     head_params_ = vocab_rows + pc.final_norm;
-    b_.add_stream("compute");
-    b_.add_stream("tp comm");
-    b_.add_stream("dp gather");
-    b_.add_stream("dp reduce");
+    chunks_ = p_.chunks();
+    v_chunks_ = p_.virtual_stages;
+    fsdp_ = p_.zero == 3 && p_.dp > 1;
+    for (const char* s : {"compute", "tp comm", "dp gather", "dp reduce", "pp send next", "pp send prev", "pp recv"}) {
+      b_.add_stream(s);
+    }
+    const auto nloc = static_cast<size_t>(v_chunks_);
+    const auto mbs = static_cast<size_t>(p_.microbatches());
+    fwd_end_.assign(nloc, std::vector<OpId>(mbs, kNone));
   }
 
   Program run() {
     const int64_t mbs = p_.microbatches();
-    const bool fsdp = p_.zero == 3 && p_.dp > 1;
-    for (int64_t mb = 0; mb < mbs; ++mb) {
-      mb_ = static_cast<int32_t>(mb);
-      last_mb_ = mb == mbs - 1;
-      backward(fsdp, forward(fsdp));
+    const PipelineSchedule sched = p_.pp == 1 ? PipelineSchedule::kOneFOneB : p_.schedule;
+    for (const PipelineStep& st : pipeline_steps(sched, p_.pp, stage_, mbs, v_chunks_)) {
+      mb_ = st.microbatch;
+      if (st.forward) {
+        forward(st.chunk);
+      } else {
+        backward(st.chunk, st.microbatch == mbs - 1);
+      }
     }
     optimizer();
     return std::move(b_).finish();
   }
 
  private:
-  // ---- op helpers --------------------------------------------------------
+  // ---- chunk structure -------------------------------------------------------
+  int64_t global_chunk(int32_t local) const { return static_cast<int64_t>(local) * p_.pp + stage_; }
+  bool first_chunk(int32_t local) const { return global_chunk(local) == 0; }
+  bool last_chunk(int32_t local) const { return global_chunk(local) == chunks_ - 1; }
+  /// FSDP units of a chunk in forward order: -1 embedding, layers, -2 head.
+  std::vector<int64_t> units(int32_t local) const {
+    std::vector<int64_t> u;
+    const auto g = static_cast<size_t>(global_chunk(local));
+    if (first_chunk(local)) u.push_back(kEmbedUnit);
+    for (int64_t l = 0; l < layout_.count[g]; ++l) u.push_back(layout_.first[g] + l);
+    if (last_chunk(local)) u.push_back(kHeadUnit);
+    return u;
+  }
+  int64_t unit_params(int64_t u) const {
+    if (u == kEmbedUnit) return embed_params_;
+    if (u == kHeadUnit) return head_params_;
+    return layer_params_;
+  }
+  static int32_t unit_layer(int64_t u) { return u >= 0 ? static_cast<int32_t>(u) : -1; }
+
+  // ---- op helpers --------------------------------------------------------------
   Op base(std::string_view name, int32_t layer, Pass pass, StreamId stream) {
     Op o;
     o.name = b_.intern(name);
@@ -76,20 +107,21 @@ class TrainLowering {
     o.stream = stream;
     return o;
   }
+  /// Recomputed forward ops are executed, not model, work.
+  double model_share(Pass pass, double share) const { return pass == Pass::kRecompute ? 0.0 : share; }
 
-  /// [m,k]·[k,n]; model_n is the part of n that is model work (the rest are
-  /// replicated KV heads when tp exceeds kv_heads).
+  /// [m,k]·[k,n]; `model_fraction` is the part of the work that is model
+  /// work (the rest: replicated KV heads, vocabulary padding).
   OpId matmul(std::string_view name, int32_t layer, Pass pass, int64_t m, int64_t n, int64_t k,
               std::initializer_list<OpId> deps, double model_fraction = 1.0) {
     Op o = base(name, layer, pass, kC);
-    o.kind = OpKind::kCompute;
     o.compute = ComputeKind::kMatmul;
     o.dtype = p_.matmul_dtype;
     o.m = m;
     o.n = n;
     o.k = k;
     o.flops = Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
-    o.model_flops = o.flops * model_fraction;
+    o.model_flops = o.flops * model_share(pass, model_fraction);
     o.bytes_read = Bytes((m * k + k * n) * w_);
     o.bytes_written = Bytes(m * n * kAct);
     return b_.add(o, deps);
@@ -98,7 +130,6 @@ class TrainLowering {
   OpId memop(ComputeKind kind, std::string_view name, int32_t layer, Pass pass, int64_t elems, int64_t read_b,
              int64_t write_b, double flops_per_elem, std::initializer_list<OpId> deps) {
     Op o = base(name, layer, pass, kC);
-    o.kind = OpKind::kCompute;
     o.compute = kind;
     o.m = elems;
     o.n = 1;
@@ -109,11 +140,12 @@ class TrainLowering {
     return b_.add(o, deps);
   }
 
-  /// Causal fused attention over microbatch_size sequences of s tokens, with
-  /// a_ local query heads and kv_ local KV heads of head_dim d_.
+  /// Causal attention over microbatch_size sequences of s tokens with a_
+  /// local query heads and kv_ local KV heads. Fused: reads q, k, v and
+  /// writes the output and log-sum-exp. Unfused: also writes and reads the
+  /// s x s scores and probabilities per head (bf16).
   OpId attention(int32_t layer, Pass pass, std::initializer_list<OpId> deps) {
     Op o = base("attention", layer, pass, kC);
-    o.kind = OpKind::kCompute;
     o.compute = ComputeKind::kAttention;
     o.batch = p_.microbatch_size;
     o.m = p_.seq_len;
@@ -121,23 +153,25 @@ class TrainLowering {
     o.k = a_ * d_;
     const double s = static_cast<double>(p_.seq_len);
     const double fwd = 2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) * s * (s + 1.0);
-    o.flops = Flops(pass == Pass::kForward ? fwd : 2.0 * fwd);
-    o.model_flops = o.flops;
+    const bool backward = pass == Pass::kBackward;
+    o.flops = Flops(backward ? 2.0 * fwd : fwd);
+    o.model_flops = o.flops * model_share(pass, 1.0);
     const int64_t qkv = T_ * (a_ + 2 * kv_) * d_ * kAct;
     const int64_t out = T_ * a_ * d_ * kAct;
     const int64_t lse = T_ * a_ * 4;
-    if (pass == Pass::kForward) {
-      o.bytes_read = Bytes(qkv);
-      o.bytes_written = Bytes(out + lse);
+    const int64_t scores = p_.fused_attention ? 0 : p_.microbatch_size * a_ * p_.seq_len * p_.seq_len * kAct;
+    if (!backward) {
+      o.bytes_read = Bytes(qkv + 2 * scores);
+      o.bytes_written = Bytes(out + lse + 2 * scores);
     } else {
-      o.bytes_read = Bytes(qkv + 2 * out + lse);  // q, k, v, o, dO, lse
-      o.bytes_written = Bytes(qkv);               // dq, dk, dv
+      o.bytes_read = Bytes(qkv + 2 * out + lse + 2 * scores);  // q, k, v, o, dO, lse (+ probabilities)
+      o.bytes_written = Bytes(qkv + 2 * scores);               // dq, dk, dv (+ score gradients)
     }
     return b_.add(o, deps);
   }
 
-  OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer, Pass pass,
-                  int64_t bytes, DType dtype, std::span<const OpId> deps) {
+  OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer,
+                  Pass pass, int64_t bytes, DType dtype, std::initializer_list<OpId> deps) {
     Op o = base(name, layer, pass, stream);
     o.kind = OpKind::kCollective;
     o.collective = kind;
@@ -147,12 +181,9 @@ class TrainLowering {
     return b_.add(o, deps);
   }
   OpId tp_coll(CollectiveKind kind, std::string_view name, int32_t layer, Pass pass, int64_t bytes, OpId dep) {
-    const OpId d[] = {dep};
-    return collective(kind, kTpAxis, kTpS, name, layer, pass, bytes, DType::kBf16, d);
+    return collective(kind, kTpAxis, kTpS, name, layer, pass, bytes, DType::kBf16, {dep});
   }
-
-  /// Forward boundary collective after a row-parallel matmul: all-reduce, or
-  /// reduce-scatter under sequence parallelism. Returns the op to depend on.
+  /// Forward boundary collective after a row-parallel matmul.
   OpId row_parallel_out(std::string_view name, int32_t layer, Pass pass, OpId prev) {
     if (t_ == 1) return prev;
     return tp_coll(p_.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, name, layer,
@@ -163,149 +194,9 @@ class TrainLowering {
     if (t_ == 1 || !p_.sequence_parallel) return prev;
     return tp_coll(CollectiveKind::kAllGather, name, layer, pass, T_ * h_ * kAct, prev);
   }
-
-  /// Share of the QKV projection that is model work: when tp exceeds
-  /// kv_heads each rank computes a whole (replicated) KV head.
-  double qkv_model_fraction() const {
-    const double model =
-        static_cast<double>(a_ * d_) + 2.0 * static_cast<double>(m_.kv_heads * d_) / static_cast<double>(t_);
-    return model / static_cast<double>((a_ + 2 * kv_) * d_);
-  }
-
-  // ---- FSDP parameter gathers ---------------------------------------------
-  // Units in forward order: 0 embedding, 1..L layers, L+1 head.
-  int64_t unit_params(int64_t u) const {
-    if (u == 0) return embed_params_;
-    if (u == m_.layers + 1) return head_params_;
-    return layer_params_;
-  }
-  int64_t num_units() const { return m_.layers + 2; }
-
-  /// All-gathers the parameters of unit u before its compute. `free_dep` is
-  /// the op after which the buffer this gather fills is free (prefetch one
-  /// unit ahead: the unit two back; otherwise the unit just before).
-  OpId fsdp_gather(int64_t u, Pass pass, const std::vector<OpId>& unit_end, int64_t ahead_of) {
-    std::vector<OpId> deps;
-    if (ahead_of >= 0 && unit_end[static_cast<size_t>(ahead_of)] != kNone) {
-      deps.push_back(unit_end[static_cast<size_t>(ahead_of)]);
-    }
-    return collective(CollectiveKind::kAllGather, kDpAxis, kGather, "fsdp all-gather", unit_layer(u), pass,
-                      unit_params(u) * kAct, DType::kBf16, deps);
-  }
-  int32_t unit_layer(int64_t u) const { return (u >= 1 && u <= m_.layers) ? static_cast<int32_t>(u - 1) : -1; }
-
-  // ---- forward -------------------------------------------------------------
-  OpId forward(bool fsdp) {
-    const auto units = static_cast<size_t>(num_units());
-    std::vector<OpId> unit_end(units, kNone);
-    std::vector<OpId> gathered(units, kNone);
-    const int64_t back = p_.fsdp_prefetch ? 2 : 1;
-    auto gather = [&](int64_t u) {
-      if (!fsdp || unit_params(u) == 0) return;
-      gathered[static_cast<size_t>(u)] = fsdp_gather(u, Pass::kForward, unit_end, u - back);
-    };
-    auto after_gather = [&](int64_t u, OpId cur) -> std::vector<OpId> {
-      std::vector<OpId> d;
-      if (cur != kNone) d.push_back(cur);
-      if (gathered[static_cast<size_t>(u)] != kNone) d.push_back(gathered[static_cast<size_t>(u)]);
-      return d;
-    };
-
-    // Embedding (vocab-parallel lookup; the partial rows are all-reduced).
-    gather(0);
-    if (p_.fsdp_prefetch) gather(1);
-    OpId cur = kNone;
-    {
-      auto d = after_gather(0, b_.has_last(kC) ? b_.last(kC) : kNone);
-      Op o = base("embedding", -1, Pass::kForward, kC);
-      o.kind = OpKind::kCompute;
-      o.compute = ComputeKind::kEmbedding;
-      o.m = T_;
-      o.n = h_;
-      o.k = 1;
-      o.bytes_read = Bytes(T_ * h_ * kAct + T_ * 4);
-      o.bytes_written = Bytes(T_ * h_ * kAct);
-      cur = b_.add(o, d);
-      if (m_.position == PositionKind::kLearned) {
-        cur = memop(ComputeKind::kElementwise, "position add", -1, Pass::kForward, T_ * h_, 2 * T_ * h_ * kAct,
-                    T_ * h_ * kAct, 1, {cur});
-      }
-      cur = row_parallel_out("embedding all-reduce", -1, Pass::kForward, cur);
-      unit_end[0] = cur;
-    }
-    for (int64_t l = 0; l < m_.layers; ++l) {
-      const int64_t u = l + 1;
-      if (p_.fsdp_prefetch) {
-        gather(u + 1);
-      } else {
-        gather(u);
-      }
-      auto d = after_gather(u, cur);
-      const auto L = static_cast<int32_t>(l);
-      const int64_t norm_b = Ts_ * h_ * kAct;
-      OpId x = b_.add(norm_op("attn norm", L, Pass::kForward), d);
-      x = column_parallel_in("attn all-gather", L, Pass::kForward, x);
-      x = matmul("qkv", L, Pass::kForward, T_, (a_ + 2 * kv_) * d_, h_, {x}, qkv_model_fraction());
-      if (m_.position == PositionKind::kRope) {
-        const int64_t e = T_ * (a_ + kv_) * d_;
-        x = memop(ComputeKind::kElementwise, "rope", L, Pass::kForward, e, e * kAct, e * kAct, 6, {x});
-      }
-      x = attention(L, Pass::kForward, {x});
-      x = matmul("attn out", L, Pass::kForward, T_, h_, a_ * d_, {x});
-      x = row_parallel_out("attn all-reduce", L, Pass::kForward, x);
-      x = memop(ComputeKind::kElementwise, "residual", L, Pass::kForward, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
-      x = b_.add(norm_op("mlp norm", L, Pass::kForward), {x});
-      x = column_parallel_in("mlp all-gather", L, Pass::kForward, x);
-      x = matmul("mlp up", L, Pass::kForward, T_, up_n_, h_, {x});
-      x = act_op(L, Pass::kForward, x);
-      x = matmul("mlp down", L, Pass::kForward, T_, h_, f_, {x});
-      x = row_parallel_out("mlp all-reduce", L, Pass::kForward, x);
-      x = memop(ComputeKind::kElementwise, "residual", L, Pass::kForward, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
-      unit_end[static_cast<size_t>(u)] = cur = x;
-    }
-    // Head: final norm, vocab-parallel unembedding and cross-entropy.
-    const int64_t hu = num_units() - 1;
-    if (!p_.fsdp_prefetch) gather(hu);
-    auto d = after_gather(hu, cur);
-    OpId x = b_.add(norm_op("final norm", -1, Pass::kForward), d);
-    x = column_parallel_in("head all-gather", -1, Pass::kForward, x);
-    x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x}, vocab_model_);
-    const int64_t logits = T_ * v_ * kAct;
-    x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, T_ * v_, logits, T_ * 4, 4, {x});
-    if (t_ > 1) x = tp_coll(CollectiveKind::kAllReduce, "loss all-reduce", -1, Pass::kForward, T_ * 8, x);
-    unit_end[static_cast<size_t>(hu)] = x;
-    return x;
-  }
-
-  Op norm_op(std::string_view name, int32_t layer, Pass pass) {
-    Op o = base(name, layer, pass, kC);
-    o.kind = OpKind::kCompute;
-    o.compute = ComputeKind::kNorm;
-    o.m = Ts_;
-    o.n = h_;
-    o.k = 1;
-    const int64_t b = Ts_ * h_ * kAct;
-    o.flops = Flops(5.0 * static_cast<double>(Ts_ * h_));
-    o.bytes_read = Bytes(pass == Pass::kForward ? b : 2 * b);
-    o.bytes_written = Bytes(b);
-    return o;
-  }
-
-  OpId act_op(int32_t layer, Pass pass, OpId dep) {
-    const int64_t e = T_ * f_;
-    const bool swiglu = m_.mlp == MlpKind::kSwiglu;
-    const std::string_view name = swiglu ? "swiglu" : "gelu";
-    if (pass == Pass::kForward) {
-      return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 2 : 1) * e * kAct, e * kAct, 8, {dep});
-    }
-    return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 3 : 2) * e * kAct,
-                 (swiglu ? 2 : 1) * e * kAct, 12, {dep});
-  }
-
-  // ---- backward ------------------------------------------------------------
-  /// Backward of a column-parallel forward input: all-reduce of the input
-  /// gradient (reduce-scatter with sequence parallelism). It depends on the
-  /// activation-gradient matmul only, so it overlaps the weight gradient.
+  /// Backward of a column-parallel input: all-reduce (or reduce-scatter) of
+  /// the input gradient. It depends on the activation gradient only, so it
+  /// overlaps the weight-gradient matmul.
   OpId column_parallel_grad(std::string_view name, int32_t layer, OpId dgrad) {
     if (t_ == 1) return dgrad;
     return tp_coll(p_.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, name, layer,
@@ -316,127 +207,279 @@ class TrainLowering {
     return tp_coll(CollectiveKind::kAllGather, name, layer, Pass::kBackward, T_ * h_ * kAct, prev);
   }
 
-  void backward(bool fsdp, OpId cur) {
-    const auto units = static_cast<size_t>(num_units());
-    std::vector<OpId> unit_end(units, kNone);  // end of each unit's backward
-    std::vector<OpId> gathered(units, kNone);
-    std::vector<OpId> last_wgrad(units, kNone);
-    const int64_t hu = num_units() - 1;
-    auto gather = [&](int64_t u) {
-      // The embedding's backward (a scatter-add) needs no weights.
-      if (!fsdp || u <= 0 || u > hu || unit_params(u) == 0) return;
-      // Backward runs units in reverse; the buffer is free after unit u+2
-      // (prefetch) or u+1 finished its backward.
-      const int64_t free_after = u + (p_.fsdp_prefetch ? 2 : 1);
-      gathered[static_cast<size_t>(u)] = fsdp_gather(u, Pass::kBackward, unit_end, free_after <= hu ? free_after : -1);
-    };
-
-    // Head.
-    gather(hu);
-    if (p_.fsdp_prefetch) gather(hu - 1);
-    {
-      const int64_t logits = T_ * v_ * kAct;
-      Op lg;
-      lg = base("cross-entropy", -1, Pass::kBackward, kC);
-      lg.kind = OpKind::kCompute;
-      lg.compute = ComputeKind::kLoss;
-      lg.m = T_ * v_;
-      lg.n = lg.k = 1;
-      lg.flops = Flops(4.0 * static_cast<double>(T_ * v_));
-      lg.bytes_read = Bytes(logits);
-      lg.bytes_written = Bytes(logits);
-      OpId x = b_.add(lg, {cur, gathered[static_cast<size_t>(hu)]});
-      const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_);
-      last_wgrad[static_cast<size_t>(hu)] =
-          matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_);
-      x = column_parallel_grad("head grad all-reduce", -1, dg);
-      x = b_.add(norm_op("final norm", -1, Pass::kBackward), {x, last_wgrad[static_cast<size_t>(hu)]});
-      unit_end[static_cast<size_t>(hu)] = cur = x;
-      reduce_unit(fsdp, hu, last_wgrad);
-    }
-    for (int64_t l = m_.layers - 1; l >= 0; --l) {
-      const int64_t u = l + 1;
-      gather(p_.fsdp_prefetch ? u - 1 : u);
-      const auto L = static_cast<int32_t>(l);
-      const int64_t norm_b = Ts_ * h_ * kAct;
-      const OpId weights = gathered[static_cast<size_t>(u)];
-      // MLP block.
-      OpId x = row_parallel_grad("mlp grad all-gather", L, cur);
-      OpId dg = matmul("mlp down dgrad", L, Pass::kBackward, T_, f_, h_, {x, weights});
-      matmul("mlp down wgrad", L, Pass::kBackward, f_, h_, T_, {x});
-      x = act_op(L, Pass::kBackward, dg);
-      dg = matmul("mlp up dgrad", L, Pass::kBackward, T_, h_, up_n_, {x});
-      OpId wg = matmul("mlp up wgrad", L, Pass::kBackward, h_, up_n_, T_, {x});
-      x = column_parallel_grad("mlp grad all-reduce", L, dg);
-      x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
-      x = memop(ComputeKind::kElementwise, "residual", L, Pass::kBackward, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
-      // Attention block.
-      x = row_parallel_grad("attn grad all-gather", L, x);
-      dg = matmul("attn out dgrad", L, Pass::kBackward, T_, a_ * d_, h_, {x});
-      matmul("attn out wgrad", L, Pass::kBackward, a_ * d_, h_, T_, {x});
-      x = attention(L, Pass::kBackward, {dg});
-      if (m_.position == PositionKind::kRope) {
-        const int64_t e = T_ * (a_ + kv_) * d_;
-        x = memop(ComputeKind::kElementwise, "rope", L, Pass::kBackward, e, e * kAct, e * kAct, 6, {x});
-      }
-      const double kv_model = qkv_model_fraction();
-      const int64_t qkv_n = (a_ + 2 * kv_) * d_;
-      dg = matmul("qkv dgrad", L, Pass::kBackward, T_, h_, qkv_n, {x}, kv_model);
-      wg = matmul("qkv wgrad", L, Pass::kBackward, h_, qkv_n, T_, {x}, kv_model);
-      x = column_parallel_grad("attn grad all-reduce", L, dg);
-      x = b_.add(norm_op("attn norm", L, Pass::kBackward), {x, wg});
-      x = memop(ComputeKind::kElementwise, "residual", L, Pass::kBackward, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
-      last_wgrad[static_cast<size_t>(u)] = wg;
-      unit_end[static_cast<size_t>(u)] = cur = x;
-      reduce_unit(fsdp, u, last_wgrad);
-    }
-    // Embedding: scatter-add of the row gradients.
-    OpId x = row_parallel_grad("embedding grad all-gather", -1, cur);
-    x = memop(ComputeKind::kEmbedding, "embedding grad", -1, Pass::kBackward, T_ * h_, T_ * h_ * kAct + T_ * 4,
-              T_ * h_ * 4, 1, {x});
-    last_wgrad[0] = x;
-    unit_end[0] = x;
-    reduce_unit(fsdp, 0, last_wgrad);
-    flush_bucket();
+  /// Pipeline transfer of one microbatch's boundary activation (or its
+  /// gradient): T·h bf16 values, split over tp under sequence parallelism.
+  int64_t boundary_bytes() const { return Ts_ * h_ * kAct; }
+  OpId send(Pass pass, OpId dep) {
+    const bool next = pass == Pass::kForward;
+    Op o = base(next ? "pp send activation" : "pp send gradient", -1, pass,
+                next ? TrainStreams::kSendNext : TrainStreams::kSendPrev);
+    o.kind = OpKind::kSend;
+    o.peer = next ? 1 : -1;
+    o.comm_bytes = Bytes(boundary_bytes());
+    return b_.add(o, {dep});
+  }
+  OpId recv(Pass pass) {
+    const bool from_prev = pass == Pass::kForward;
+    Op o = base(from_prev ? "pp recv activation" : "pp recv gradient", -1, pass, TrainStreams::kRecv);
+    o.kind = OpKind::kRecv;
+    o.peer = from_prev ? -1 : 1;
+    o.comm_bytes = Bytes(boundary_bytes());
+    return b_.add(o);
   }
 
-  /// Gradient reduction for unit u once its weight gradients exist: FSDP
-  /// reduce-scatters every microbatch; DDP all-reduces buckets in the last
-  /// microbatch only (no_sync before), filled in backward order.
-  void reduce_unit(bool fsdp, int64_t u, const std::vector<OpId>& last_wgrad) {
+  // ---- FSDP parameter gathers ---------------------------------------------------
+  OpId gather(int64_t unit, Pass pass, OpId after) {
+    if (!fsdp_ || unit_params(unit) == 0) return kNone;
+    return collective(CollectiveKind::kAllGather, kDpAxis, kGather, "fsdp all-gather", unit_layer(unit), pass,
+                      unit_params(unit) * kAct, DType::kBf16, {after});
+  }
+
+  // ---- layers ----------------------------------------------------------------------
+  Op norm_op(std::string_view name, int32_t layer, Pass pass) {
+    Op o = base(name, layer, pass, kC);
+    o.compute = ComputeKind::kNorm;
+    o.m = Ts_;
+    o.n = h_;
+    o.k = 1;
+    const int64_t bytes = Ts_ * h_ * kAct;
+    o.flops = Flops(5.0 * static_cast<double>(Ts_ * h_));
+    o.bytes_read = Bytes(pass == Pass::kBackward ? 2 * bytes : bytes);
+    o.bytes_written = Bytes(bytes);
+    return o;
+  }
+  OpId act_op(int32_t layer, Pass pass, OpId dep) {
+    const int64_t e = T_ * f_;
+    const bool swiglu = m_.mlp == MlpKind::kSwiglu;
+    const std::string_view name = swiglu ? "swiglu" : "gelu";
+    if (pass != Pass::kBackward) {
+      return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 2 : 1) * e * kAct, e * kAct, 8, {dep});
+    }
+    return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 3 : 2) * e * kAct,
+                 (swiglu ? 2 : 1) * e * kAct, 12, {dep});
+  }
+  /// Share of the QKV projection that is model work: when tp exceeds
+  /// kv_heads each rank computes a whole (replicated) KV head.
+  double qkv_model_fraction() const {
+    const double model =
+        static_cast<double>(a_ * d_) + 2.0 * static_cast<double>(m_.kv_heads * d_) / static_cast<double>(t_);
+    return model / static_cast<double>((a_ + 2 * kv_) * d_);
+  }
+
+  /// One layer's forward (pass kForward) or its recomputation before the
+  /// backward (kRecompute). Returns the last op.
+  OpId layer_forward(int32_t L, Pass pass, std::initializer_list<OpId> deps) {
+    const int64_t norm_b = Ts_ * h_ * kAct;
+    OpId x = b_.add(norm_op("attn norm", L, pass), deps);
+    x = column_parallel_in("attn all-gather", L, pass, x);
+    x = matmul("qkv", L, pass, T_, (a_ + 2 * kv_) * d_, h_, {x}, qkv_model_fraction());
+    if (m_.position == PositionKind::kRope) {
+      const int64_t e = T_ * (a_ + kv_) * d_;
+      x = memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, {x});
+    }
+    x = attention(L, pass, {x});
+    x = matmul("attn out", L, pass, T_, h_, a_ * d_, {x});
+    x = row_parallel_out("attn all-reduce", L, pass, x);
+    x = memop(ComputeKind::kElementwise, "residual", L, pass, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
+    x = b_.add(norm_op("mlp norm", L, pass), {x});
+    x = column_parallel_in("mlp all-gather", L, pass, x);
+    x = matmul("mlp up", L, pass, T_, up_n_, h_, {x});
+    x = act_op(L, pass, x);
+    x = matmul("mlp down", L, pass, T_, h_, f_, {x});
+    x = row_parallel_out("mlp all-reduce", L, pass, x);
+    return memop(ComputeKind::kElementwise, "residual", L, pass, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
+  }
+
+  /// One layer's backward from the gradient at its output (`cur`). Returns
+  /// the last op and sets `wgrad` to its last weight-gradient op.
+  OpId layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgrad) {
+    const int64_t norm_b = Ts_ * h_ * kAct;
+    OpId recomputed = kNone;
+    if (p_.recompute == Recompute::kFull) recomputed = layer_forward(L, Pass::kRecompute, {cur, weights});
+    // MLP block.
+    OpId x = row_parallel_grad("mlp grad all-gather", L, cur);
+    OpId dg = matmul("mlp down dgrad", L, Pass::kBackward, T_, f_, h_, {x, weights, recomputed});
+    matmul("mlp down wgrad", L, Pass::kBackward, f_, h_, T_, {x});
+    x = act_op(L, Pass::kBackward, dg);
+    dg = matmul("mlp up dgrad", L, Pass::kBackward, T_, h_, up_n_, {x});
+    OpId wg = matmul("mlp up wgrad", L, Pass::kBackward, h_, up_n_, T_, {x});
+    x = column_parallel_grad("mlp grad all-reduce", L, dg);
+    x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
+    x = memop(ComputeKind::kElementwise, "residual", L, Pass::kBackward, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
+    // Attention block.
+    x = row_parallel_grad("attn grad all-gather", L, x);
+    dg = matmul("attn out dgrad", L, Pass::kBackward, T_, a_ * d_, h_, {x});
+    matmul("attn out wgrad", L, Pass::kBackward, a_ * d_, h_, T_, {x});
+    // Selective recomputation re-runs the attention core (Korthikanti et al.).
+    if (p_.recompute == Recompute::kSelective) dg = attention(L, Pass::kRecompute, {dg});
+    x = attention(L, Pass::kBackward, {dg});
+    if (m_.position == PositionKind::kRope) {
+      const int64_t e = T_ * (a_ + kv_) * d_;
+      x = memop(ComputeKind::kElementwise, "rope", L, Pass::kBackward, e, e * kAct, e * kAct, 6, {x});
+    }
+    const int64_t qkv_n = (a_ + 2 * kv_) * d_;
+    dg = matmul("qkv dgrad", L, Pass::kBackward, T_, h_, qkv_n, {x}, qkv_model_fraction());
+    wg = matmul("qkv wgrad", L, Pass::kBackward, h_, qkv_n, T_, {x}, qkv_model_fraction());
+    x = column_parallel_grad("attn grad all-reduce", L, dg);
+    x = b_.add(norm_op("attn norm", L, Pass::kBackward), {x, wg});
+    wgrad = wg;
+    return memop(ComputeKind::kElementwise, "residual", L, Pass::kBackward, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
+  }
+
+  // ---- forward of one chunk for one microbatch ----------------------------------------
+  void forward(int32_t local) {
+    const std::vector<int64_t> us = units(local);
+    OpId cur = first_chunk(local) ? kNone : recv(Pass::kForward);
+    // FSDP: unit i+1's gather is issued when unit i-1 ends, so it runs during
+    // unit i (prefetch); without prefetch, when unit i ends.
+    std::vector<OpId> gathered(us.size(), kNone);
+    std::vector<OpId> ended(us.size(), kNone);
+    auto issue = [&](size_t i, OpId after) {
+      if (i < us.size()) gathered[i] = gather(us[i], Pass::kForward, after);
+    };
+    issue(0, kNone);
+    if (p_.fsdp_prefetch) issue(1, kNone);
+    for (size_t i = 0; i < us.size(); ++i) {
+      const int64_t u = us[i];
+      if (u == kEmbedUnit) {
+        cur = embedding_forward(gathered[i]);
+      } else if (u == kHeadUnit) {
+        cur = head_forward(cur, gathered[i]);
+      } else {
+        cur = layer_forward(unit_layer(u), Pass::kForward, {cur, gathered[i]});
+      }
+      ended[i] = cur;
+      issue(p_.fsdp_prefetch ? i + 2 : i + 1, cur);
+    }
+    fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] = cur;
+    if (!last_chunk(local)) send(Pass::kForward, cur);
+  }
+
+  OpId embedding_forward(OpId weights) {
+    Op o = base("embedding", -1, Pass::kForward, kC);
+    o.compute = ComputeKind::kEmbedding;
+    o.m = T_;
+    o.n = h_;
+    o.k = 1;
+    o.bytes_read = Bytes(T_ * h_ * kAct + T_ * 4);
+    o.bytes_written = Bytes(T_ * h_ * kAct);
+    OpId x = b_.add(o, {weights});
+    if (m_.position == PositionKind::kLearned) {
+      x = memop(ComputeKind::kElementwise, "position add", -1, Pass::kForward, T_ * h_, 2 * T_ * h_ * kAct,
+                T_ * h_ * kAct, 1, {x});
+    }
+    // Vocabulary-parallel lookup: partial rows are summed over tp.
+    return row_parallel_out("embedding all-reduce", -1, Pass::kForward, x);
+  }
+
+  OpId head_forward(OpId cur, OpId weights) {
+    OpId x = b_.add(norm_op("final norm", -1, Pass::kForward), {cur, weights});
+    x = column_parallel_in("head all-gather", -1, Pass::kForward, x);
+    x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x}, vocab_model_);
+    x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, T_ * v_, T_ * v_ * kAct, T_ * 4, 4, {x});
+    // Vocabulary-parallel softmax: max and sum over tp (fp32).
+    if (t_ > 1) x = tp_coll(CollectiveKind::kAllReduce, "loss all-reduce", -1, Pass::kForward, T_ * 8, x);
+    return x;
+  }
+
+  // ---- backward of one chunk for one microbatch ----------------------------------------
+  void backward(int32_t local, bool last_microbatch) {
+    const std::vector<int64_t> us = units(local);
+    OpId cur = last_chunk(local) ? fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)]
+                                 : recv(Pass::kBackward);
+    std::vector<OpId> gathered(us.size(), kNone);
+    // Backward runs the units in reverse; the embedding's backward (a
+    // scatter-add) needs no weights.
+    auto issue = [&](size_t back_index, OpId after) {
+      if (back_index >= us.size()) return;
+      const size_t i = us.size() - 1 - back_index;
+      if (us[i] != kEmbedUnit) gathered[i] = gather(us[i], Pass::kBackward, after);
+    };
+    issue(0, kNone);
+    if (p_.fsdp_prefetch) issue(1, kNone);
+    for (size_t k = 0; k < us.size(); ++k) {
+      const size_t i = us.size() - 1 - k;
+      const int64_t u = us[i];
+      OpId wgrad = kNone;
+      if (u == kHeadUnit) {
+        cur = head_backward(cur, gathered[i], wgrad);
+      } else if (u == kEmbedUnit) {
+        cur = embedding_backward(cur);
+        wgrad = cur;
+      } else {
+        cur = layer_backward(unit_layer(u), cur, gathered[i], wgrad);
+      }
+      reduce_unit(u, wgrad, last_microbatch);
+      issue(p_.fsdp_prefetch ? k + 2 : k + 1, cur);
+    }
+    if (last_microbatch) flush_bucket();
+    if (!first_chunk(local)) send(Pass::kBackward, cur);
+  }
+
+  OpId head_backward(OpId cur, OpId weights, OpId& wgrad) {
+    const int64_t logits = T_ * v_ * kAct;
+    Op lg = base("cross-entropy", -1, Pass::kBackward, kC);
+    lg.compute = ComputeKind::kLoss;
+    lg.m = T_ * v_;
+    lg.n = lg.k = 1;
+    lg.flops = Flops(4.0 * static_cast<double>(T_ * v_));
+    lg.bytes_read = Bytes(logits);
+    lg.bytes_written = Bytes(logits);
+    OpId x = b_.add(lg, {cur, weights});
+    const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_);
+    wgrad = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_);
+    x = column_parallel_grad("head grad all-reduce", -1, dg);
+    return b_.add(norm_op("final norm", -1, Pass::kBackward), {x, wgrad});
+  }
+
+  OpId embedding_backward(OpId cur) {
+    OpId x = row_parallel_grad("embedding grad all-gather", -1, cur);
+    return memop(ComputeKind::kEmbedding, "embedding grad", -1, Pass::kBackward, T_ * h_, T_ * h_ * kAct + T_ * 4,
+                 T_ * h_ * 4, 1, {x});
+  }
+
+  // ---- gradient reduction and optimizer ------------------------------------------------
+  /// FSDP reduce-scatters each unit's gradients every microbatch. Otherwise
+  /// gradients accumulate locally and, in the last microbatch, fill buckets
+  /// in backward order: all-reduced (zero 0) or reduce-scattered (zero 1, 2).
+  void reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
     if (p_.dp == 1) return;
     const int64_t grad_bytes = unit_params(u) * dtype_bytes(p_.grad_reduce_dtype);
     if (grad_bytes == 0) return;
-    const OpId dep[] = {last_wgrad[static_cast<size_t>(u)]};
-    if (fsdp) {
+    if (fsdp_) {
       collective(CollectiveKind::kReduceScatter, kDpAxis, kReduce, "fsdp reduce-scatter", unit_layer(u),
-                 Pass::kBackward, grad_bytes, p_.grad_reduce_dtype, dep);
+                 Pass::kBackward, grad_bytes, p_.grad_reduce_dtype, {wgrad});
       return;
     }
-    if (!last_mb_) return;
+    if (!last_microbatch) return;
     bucket_bytes_ += grad_bytes;
-    bucket_dep_ = dep[0];
+    bucket_params_ += unit_params(u);
+    bucket_dep_ = wgrad;
     if (bucket_bytes_ >= p_.grad_bucket_bytes) flush_bucket();
   }
   void flush_bucket() {
     if (bucket_bytes_ == 0) return;
-    const OpId dep[] = {bucket_dep_};
-    collective(CollectiveKind::kAllReduce, kDpAxis, kReduce, "grad all-reduce", -1, Pass::kBackward, bucket_bytes_,
-               p_.grad_reduce_dtype, dep);
+    const bool sharded = p_.zero >= 1;
+    collective(sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, kDpAxis, kReduce,
+               sharded ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, bucket_bytes_,
+               p_.grad_reduce_dtype, {bucket_dep_});
+    bucket_sizes_.push_back(bucket_params_);
     bucket_bytes_ = 0;
+    bucket_params_ = 0;
   }
 
-  // ---- optimizer -------------------------------------------------------------
-  /// Adam with fp32 master weights, first and second moments: per parameter it
-  /// reads the gradient and the three fp32 states and writes the states and
-  /// the bf16 weight.
+  /// Adam with fp32 master weights, first and second moments: per parameter
+  /// it reads the gradient and the three fp32 states and writes the states
+  /// and the bf16 weight. ZeRO-1/2 then all-gather the updated bf16 weights
+  /// in the gradient buckets.
   void optimizer() {
-    int64_t params = embed_params_ + m_.layers * layer_params_ + head_params_;
-    if (p_.zero >= 1) params = (params + p_.dp - 1) / p_.dp;
-    std::vector<OpId> deps{b_.last(kC)};
-    if (b_.has_last(kReduce)) deps.push_back(b_.last(kReduce));
+    int64_t params = 0;
+    for (int32_t c = 0; c < v_chunks_; ++c) {
+      for (int64_t u : units(c)) params += unit_params(u);
+    }
+    const bool sharded = p_.zero >= 1 && p_.dp > 1;
+    if (sharded) params = (params + p_.dp - 1) / p_.dp;
     Op o = base("adam", -1, Pass::kOptimizer, kC);
-    o.kind = OpKind::kCompute;
     o.compute = ComputeKind::kOptimizer;
     o.dtype = DType::kFp32;
     o.m = params;
@@ -444,26 +487,61 @@ class TrainLowering {
     o.flops = Flops(12.0 * static_cast<double>(params));
     o.bytes_read = Bytes(params * (dtype_bytes(p_.grad_reduce_dtype) + 12));
     o.bytes_written = Bytes(params * (12 + 2));
-    b_.add(o, deps);
+    const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
+    if (!sharded || fsdp_) return;
+    for (int64_t bucket : bucket_sizes_) {
+      collective(CollectiveKind::kAllGather, kDpAxis, kGather, "param all-gather", -1, Pass::kOptimizer,
+                 bucket * kAct, DType::kBf16, {adam});
+    }
   }
 
-  static constexpr OpId kNone = kNoOp;
+  static constexpr int64_t kEmbedUnit = -1;
+  static constexpr int64_t kHeadUnit = -2;
   const ModelSpec& m_;
   const Plan& p_;
+  const ChunkLayout& layout_;
+  const int64_t stage_;
   ProgramBuilder b_;
   int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_, w_;
+  int64_t chunks_ = 1;
+  int32_t v_chunks_ = 1;
+  bool fsdp_ = false;
   int64_t layer_params_ = 0, embed_params_ = 0, head_params_ = 0;
   double vocab_model_ = 1.0;  // model share of the padded vocabulary
   int32_t mb_ = 0;
-  bool last_mb_ = false;
+  std::vector<std::vector<OpId>> fwd_end_;  // [chunk][microbatch]
   int64_t bucket_bytes_ = 0;
-  OpId bucket_dep_ = 0;
+  int64_t bucket_params_ = 0;
+  OpId bucket_dep_ = kNone;
+  std::vector<int64_t> bucket_sizes_;  // parameters per flushed bucket
 };
 
 }  // namespace
 
-Program lower_training_step(const Scenario& s) {
-  return TrainLowering(s).run();
+ChunkLayout chunk_layout(const ModelSpec& m, const Plan& p) {
+  const int64_t n = p.chunks();
+  ChunkLayout c;
+  if (!p.layers_per_stage.empty()) {
+    c.count = p.layers_per_stage;
+  } else {
+    c.count.assign(static_cast<size_t>(n), m.layers / n);
+    int64_t rest = m.layers % n;
+    for (int64_t g = n > 1 ? 1 : 0; rest > 0; g = (g + 1) % n, --rest) ++c.count[static_cast<size_t>(g)];
+  }
+  int64_t first = 0;
+  for (int64_t cnt : c.count) {
+    c.first.push_back(first);
+    first += cnt;
+  }
+  SHARDSIM_ASSERT(first == m.layers, "chunk layout covers every layer once");
+  return c;
+}
+
+ProgramSet lower_training_step(const Scenario& s) {
+  const ChunkLayout layout = chunk_layout(s.model, s.plan);
+  ProgramSet set;
+  for (int64_t stage = 0; stage < s.plan.pp; ++stage) set.stages.push_back(StageLowering(s, layout, stage).run());
+  return set;
 }
 
 }  // namespace shardsim

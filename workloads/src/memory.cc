@@ -1,52 +1,95 @@
 // Memory model of one device during a training step.
 //
 // Parameters and states (mixed precision with Adam, Megatron-LM convention,
-// Narayanan et al. 2021 / Rajbhandari et al. 2020 "ZeRO"): bf16 weights (2 B),
+// Narayanan et al. 2021; Rajbhandari et al. 2020, "ZeRO"): bf16 weights (2 B),
 // gradients at grad_reduce_dtype (4 B for fp32 main grads), and fp32 master
 // weight, first and second moment (12 B) per parameter. ZeRO-1 shards the
-// optimizer state over dp, ZeRO-3 (FSDP) shards all three and holds the
-// gathered weights of two units (the current one and the prefetched one).
+// optimizer state over dp, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
+// weights as well and holds two gathered units (current and prefetched).
 //
 // Activations saved per layer follow Korthikanti et al. 2022 ("Reducing
-// Activation Recomputation", section 4), tensor by tensor, with two changes:
-// attention is fused (flash), so the s² softmax and dropout tensors are not
-// stored (the 5·a·s/h term vanishes and a log-sum-exp of 4 B per head and
-// token is kept); and the shapes are general (GQA, SwiGLU, RMSNorm). For a
-// GPT layer without tensor parallelism this gives their 34·s·b·h bytes.
+// Activation Recomputation", section 4), tensor by tensor, with general
+// shapes (GQA, SwiGLU, RMSNorm): for a GPT layer with unfused attention they
+// give 34·s·b·h + 5·a·s²·b bytes without tensor parallelism,
+// s·b·h·(10 + 24/t + 5·a·s/(h·t)) with it, and s·b·h/t·(34 + 5·a·s/h) with
+// sequence parallelism. Fused (flash) attention and selective recomputation
+// both drop the 5·a·s² term (a 4-byte log-sum-exp per head and token stays);
+// full recomputation keeps only each layer's input, 2·s·b·h (/t with
+// sequence parallelism), plus one layer's full set while it is recomputed.
+//
+// Pipelines keep the activations of every microbatch between its forward and
+// backward; the high-water mark comes from walking the stage's schedule,
+// which reproduces Korthikanti et al.'s factors (p microbatches on the first
+// stage for 1F1B, times 1 + (p-1)/(p·v) with interleaving).
 #include "shardsim/workloads/memory.h"
 
 #include <algorithm>
 
-namespace shardsim {
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/schedule.h"
 
-int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p) {
+namespace shardsim {
+namespace {
+
+/// Bytes of one layer's saved tensors when nothing is recomputed.
+int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores) {
   const int64_t t = p.tp;
   const int64_t T = p.microbatch_size * p.seq_len;
-  const bool sp = p.sequence_parallel;
   const int64_t a = m.heads / t;
   const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
   const int64_t d = m.head_dim;
   const int64_t h = m.hidden;
   const int64_t f = m.ffn_hidden / t;
-  const bool gpt = m.mlp == MlpKind::kGelu;
   // Tensors that sequence parallelism splits over tp; otherwise replicated.
-  const int64_t rep_tokens = sp ? T / t : T;
+  const int64_t rep = p.sequence_parallel ? T / t : T;
   int64_t bytes = 0;
-  bytes += 2 * rep_tokens * h;         // attention norm input (residual stream)
-  bytes += 2 * rep_tokens * h;         // QKV input (norm output)
+  bytes += 2 * rep * h;                // attention norm input (residual stream)
+  bytes += 2 * rep * h;                // QKV input (norm output)
   bytes += 2 * T * (a + 2 * kv) * d;   // q, k, v
   bytes += 2 * T * a * d + 4 * T * a;  // attention output (= out-proj input) and log-sum-exp
-  bytes += 2 * rep_tokens * h;         // MLP norm input
-  bytes += 2 * rep_tokens * h;         // MLP input (norm output)
-  if (gpt) {
-    bytes += 2 * T * f;           // GeLU input
-    bytes += 2 * T * f;           // GeLU output (down input)
-    bytes += 2 * rep_tokens * h;  // two dropout masks, 1 B per element each
+  bytes += 2 * rep * h;                // MLP norm input
+  bytes += 2 * rep * h;                // MLP input (norm output)
+  if (m.mlp == MlpKind::kGelu) {
+    bytes += 2 * T * f;    // GeLU input
+    bytes += 2 * T * f;    // GeLU output (down input)
+    bytes += 2 * rep * h;  // two dropout masks, 1 B per element each
   } else {
     bytes += int64_t{4} * T * f;  // gate and up outputs, 2 B each
-    bytes += 2 * T * f;      // SwiGLU output (down input)
+    bytes += 2 * T * f;           // SwiGLU output (down input)
+  }
+  if (keep_scores) {
+    // Softmax output (2 B), its dropout mask (1 B) and dropout output (2 B)
+    // per head and query-key pair.
+    bytes += 5 * a * p.seq_len * p.seq_len * p.microbatch_size;
   }
   return bytes;
+}
+
+}  // namespace
+
+int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p) {
+  switch (p.recompute) {
+    case Recompute::kFull: {
+      const int64_t T = p.microbatch_size * p.seq_len;
+      return 2 * (p.sequence_parallel ? T / p.tp : T) * m.hidden;
+    }
+    case Recompute::kSelective:
+      return full_layer_bytes(m, p, false);
+    case Recompute::kNone:
+      break;
+  }
+  return full_layer_bytes(m, p, !p.fused_attention);
+}
+
+int64_t peak_in_flight_bytes(const Plan& p, int64_t stage, const std::vector<int64_t>& chunk_bytes) {
+  const PipelineSchedule sched = p.pp == 1 ? PipelineSchedule::kOneFOneB : p.schedule;
+  int64_t live = 0, peak = 0;
+  for (const PipelineStep& st : pipeline_steps(sched, p.pp, stage, p.microbatches(), p.virtual_stages)) {
+    const int64_t b = chunk_bytes[static_cast<size_t>(st.chunk)];
+    live += st.forward ? b : -b;
+    peak = std::max(peak, live);
+  }
+  return peak;
 }
 
 MemoryReport training_memory(const Scenario& s) {
@@ -61,27 +104,49 @@ MemoryReport training_memory(const Scenario& s) {
   const int64_t embed =
       (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
   const int64_t head = vocab_rows + pc.final_norm;
-  const int64_t params = m.layers * layer + embed + head;
   const bool fsdp = p.zero == 3 && p.dp > 1;
   auto shard = [&](int64_t x, bool sharded) { return sharded ? (x + p.dp - 1) / p.dp : x; };
+  const ChunkLayout layout = chunk_layout(m, p);
+  const int64_t per_layer_act = layer_activation_bytes(m, p);
+  const int64_t T = p.microbatch_size * p.seq_len;
+  // While a layer is recomputed, its full activations exist once.
+  const int64_t recompute_extra = p.recompute == Recompute::kFull ? full_layer_bytes(m, p, !p.fused_attention) : 0;
 
-  MemoryReport r;
-  r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
-  auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
-  add("weights", 2 * shard(params, fsdp));
-  add("gradients", dtype_bytes(p.grad_reduce_dtype) * shard(params, p.zero >= 2 && p.dp > 1));
-  add("optimizer_state", 12 * shard(params, p.zero >= 1 && p.dp > 1));
-  // One microbatch in flight without pipelining.
-  add("activations", m.layers * layer_activation_bytes(m, p));
-  // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
-  add("logits", p.microbatch_size * p.seq_len * (padded_vocab(m, t) / t) * (2 + 4));
-  int64_t buffers = 0;
-  if (fsdp) buffers += int64_t{4} * std::max({layer, embed, head});  // two gathered units, 2 B each
-  if (!fsdp && p.dp > 1) buffers += 2 * p.grad_bucket_bytes;    // DDP buckets in flight
-  add("comm_buffers", buffers);
-  for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
-  r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
-  return r;
+  MemoryReport best;
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    int64_t params = 0;
+    std::vector<int64_t> chunk_act;
+    bool has_head = false;
+    for (int64_t c = 0; c < p.virtual_stages; ++c) {
+      const int64_t g = c * p.pp + stage;
+      const int64_t layers = layout.count[static_cast<size_t>(g)];
+      params += layers * layer;
+      if (g == 0) params += embed;
+      if (g == p.chunks() - 1) {
+        params += head;
+        has_head = true;
+      }
+      chunk_act.push_back(layers * per_layer_act);
+    }
+    MemoryReport r;
+    r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
+    auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
+    add("weights", 2 * shard(params, fsdp));
+    add("gradients", dtype_bytes(p.grad_reduce_dtype) * shard(params, p.zero >= 2 && p.dp > 1));
+    add("optimizer_state", 12 * shard(params, p.zero >= 1 && p.dp > 1));
+    add("activations", peak_in_flight_bytes(p, stage, chunk_act) + recompute_extra);
+    // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
+    add("logits", has_head ? T * (padded_vocab(m, t) / t) * (2 + 4) : 0);
+    int64_t buffers = 0;
+    if (fsdp) buffers += int64_t{4} * std::max({layer, embed, head});  // two gathered units, 2 B each
+    if (!fsdp && p.dp > 1) buffers += 2 * p.grad_bucket_bytes;         // DDP buckets in flight
+    if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
+    add("comm_buffers", buffers);
+    for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
+    r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
+    if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
+  }
+  return best;
 }
 
 }  // namespace shardsim

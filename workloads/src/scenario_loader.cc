@@ -292,10 +292,14 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.microbatch_size = r.positive_int("microbatch_size", 1);
   p.global_batch = r.positive_int("global_batch");
   p.seq_len = r.positive_int("seq_len");
-  r.choice("schedule", {"1f1b", "gpipe", "interleaved"}, "1f1b");
-  r.positive_int("virtual_stages", 1);
+  const std::string sched = r.choice("schedule", {"1f1b", "gpipe", "interleaved"}, "1f1b");
+  p.schedule = sched == "gpipe"         ? PipelineSchedule::kGpipe
+               : sched == "interleaved" ? PipelineSchedule::kInterleaved
+                                        : PipelineSchedule::kOneFOneB;
+  p.virtual_stages = r.int_in("virtual_stages", 1, 1024, 1);
   const std::string rc = r.choice("recompute", {"none", "selective", "full"}, "none");
   p.recompute = rc == "none" ? Recompute::kNone : rc == "selective" ? Recompute::kSelective : Recompute::kFull;
+  p.fused_attention = r.choice("attention", {"fused", "unfused"}, "fused") == "fused";
   p.sequence_parallel = r.boolean("sequence_parallel", false);
   p.fsdp_prefetch = r.boolean("fsdp_prefetch", true);
   p.grad_bucket_bytes = r.positive_int("grad_bucket_bytes", p.grad_bucket_bytes);
@@ -314,16 +318,25 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
       p.mesh_order[i] = a;
     }
   }
+  if (r.has("layers_per_stage")) {
+    const Json& ls = r.raw("layers_per_stage");
+    if (!ls.is_array() || ls.empty() || ls.size() > 1 << 16) {
+      r.fail("layers_per_stage", "expected an array of layer counts, one per pipeline chunk");
+    }
+    for (size_t i = 0; i < ls.size(); ++i) {
+      if (!ls[i].is_number_integer() || ls[i].get<int64_t>() < 0 || ls[i].get<int64_t>() > kMaxLayers) {
+        r.fail("layers_per_stage/" + std::to_string(i),
+               "expected a layer count from 0 to " + std::to_string(kMaxLayers) + ", got " + detail::describe(ls[i]));
+      }
+      p.layers_per_stage.push_back(ls[i].get<int64_t>());
+    }
+  }
   r.done();
 
   // Cross-field checks.
   auto s = [](int64_t x) { return std::to_string(x); };
-  if (p.pp > 1) r.fail("pp", "pipeline parallelism (pp > 1) is not supported yet; use pp = 1");
   if (p.cp > 1) r.fail("cp", "context parallelism (cp > 1) is not supported yet; use cp = 1");
   if (p.ep > 1) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
-  if (p.zero == 1 || p.zero == 2) r.fail("zero", "ZeRO stages 1 and 2 are not supported yet; use 0 (DDP) or 3 (FSDP)");
-  if (p.recompute != Recompute::kNone)
-    r.fail("recompute", "activation recomputation is not supported yet; use \"none\"");
   if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     r.fail("matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak");
   }
@@ -341,16 +354,41 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
         prod > kMaxDevices ? std::string("more than ") + s(kMaxDevices) : s(static_cast<int64_t>(prod));
     r.fail_here("dp·tp·pp·cp = " + got + " but the cluster has " + s(c.devices) + " devices");
   }
+  if (p.pp > 1024) r.fail("pp", "at most 1024 pipeline stages are supported");
+  if (p.schedule == PipelineSchedule::kOneFOneB && p.virtual_stages > 1) {
+    r.fail("virtual_stages", "virtual_stages > 1 needs schedule \"interleaved\" (or \"gpipe\")");
+  }
+  if (p.layers_per_stage.empty()) {
+    if (p.pp * p.virtual_stages > m.layers) {
+      r.fail("virtual_stages", "pp·virtual_stages (" + s(p.pp * p.virtual_stages) + ") exceeds the " +
+                                   s(m.layers) + " layers");
+    }
+  } else {
+    if (static_cast<int64_t>(p.layers_per_stage.size()) != p.pp * p.virtual_stages) {
+      r.fail("layers_per_stage", "expected pp·virtual_stages = " + s(p.pp * p.virtual_stages) + " entries, got " +
+                                     s(static_cast<int64_t>(p.layers_per_stage.size())));
+    }
+    int64_t sum = 0;
+    for (int64_t x : p.layers_per_stage) sum += x;
+    if (sum != m.layers) {
+      r.fail("layers_per_stage", "the entries sum to " + s(sum) + " but the model has " + s(m.layers) + " layers");
+    }
+  }
   if (p.global_batch % (p.dp * p.microbatch_size) != 0) {
     r.fail("global_batch", "global_batch (" + s(p.global_batch) + ") must be a multiple of dp·microbatch_size (" +
                                s(p.dp * p.microbatch_size) + ")");
+  }
+  if (p.schedule == PipelineSchedule::kInterleaved && p.pp > 1 && p.microbatches() % p.pp != 0) {
+    r.fail("global_batch", "the interleaved schedule needs the microbatches per replica (" + s(p.microbatches()) +
+                               ") to be a multiple of pp (" + s(p.pp) + ")");
   }
   const __int128 tokens = static_cast<__int128>(p.global_batch) * p.seq_len;
   if (tokens > (static_cast<__int128>(1) << 50)) r.fail("global_batch", "global_batch·seq_len exceeds 2^50 tokens");
   if (p.microbatch_size * p.seq_len > (int64_t{1} << 32)) {
     r.fail("microbatch_size", "microbatch_size·seq_len exceeds 2^32 tokens");
   }
-  const __int128 ops = static_cast<__int128>(c.devices) * p.microbatches() * m.layers * 40;
+  const __int128 ops = static_cast<__int128>(c.devices) * p.microbatches() * m.layers *
+                      (p.recompute == Recompute::kFull ? 60 : 40) / p.pp;
   if (ops > kMaxOpsEstimate) {
     r.fail_here("the step would have about " + s(static_cast<int64_t>(std::min<__int128>(ops, INT64_MAX))) +
                 " device-ops, more than the supported " + s(kMaxOpsEstimate) +

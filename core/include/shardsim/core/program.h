@@ -22,7 +22,8 @@ enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
 enum class ComputeKind : uint8_t { kMatmul, kAttention, kElementwise, kNorm, kSoftmax, kEmbedding, kLoss, kOptimizer };
 enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kBroadcast };
 enum class DType : uint8_t { kBf16, kFp16, kFp32, kFp8, kInt8 };
-enum class Pass : uint8_t { kForward, kBackward, kOptimizer };
+/// kRecompute marks forward ops re-run during the backward pass.
+enum class Pass : uint8_t { kForward, kBackward, kOptimizer, kRecompute };
 
 /// Mesh axes, in the fixed bit order used by Op::axes.
 enum class MeshAxis : uint8_t { kTp = 0, kCp = 1, kPp = 2, kDp = 3 };
@@ -64,6 +65,10 @@ struct Op {
   Bytes bytes_written{0};   ///< HBM bytes written
   Bytes comm_bytes{0};      ///< collective: buffer size as nccl-tests' "size"
   int64_t m = 0, n = 0, k = 0, batch = 1;
+  /// send / recv: the peer's pipeline stage relative to this one (+1 next,
+  /// -1 previous, wrapping around the pipeline). A transfer is matched by
+  /// order on its (sender, receiver, pass) channel.
+  int8_t peer = 0;
 };
 
 /// An immutable per-device program. Dependencies and successors are stored as
@@ -100,6 +105,12 @@ class Program {
 
 /// Builds a Program. add() makes each op depend on the previous op of its
 /// stream, so streams run their ops in order.
+/// The programs of one step: one per pipeline stage; every device of a stage
+/// runs its stage's program (SPMD).
+struct ProgramSet {
+  std::vector<Program> stages;
+};
+
 class ProgramBuilder {
  public:
   /// Declares a stream and returns its id. Stream 0 should be "compute".

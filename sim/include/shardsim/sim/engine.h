@@ -21,8 +21,12 @@ struct EngineOptions {
   /// to time one collective group alone.
   std::vector<uint32_t> active_devices;
   SimTime collective_base_latency;
-  /// Pipeline stages exist (idle compute counts as bubble, not other).
-  bool pipelined = false;
+  /// Simulate only data-parallel replica 0 (dp coordinate 0): replicas run
+  /// the same program, so a collective spanning dp counts the other members
+  /// as arriving with replica 0's, and its flows still cover every member
+  /// (their contention is modelled). Traffic that stays inside other replicas
+  /// (tp collectives, pipeline transfers) is not simulated.
+  bool replica_shortcut = false;
 };
 
 struct EngineResult {
@@ -36,10 +40,12 @@ struct EngineResult {
   std::vector<double> link_bytes;
   /// Bytes moved by all flows times their hop counts.
   double flow_byte_hops = 0;
+  /// Devices whose programs ran (all, or replica 0 with the shortcut).
+  int64_t active_devices = 0;
 };
 
 /// Simulates one step. Deterministic: the same inputs give the same result.
-EngineResult simulate(const Program& program, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
+EngineResult simulate(const ProgramSet& programs, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
                       const EngineOptions& options);
 
 /// One collective of `kind` and `size` over the `axes` group that holds

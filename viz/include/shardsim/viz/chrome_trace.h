@@ -11,6 +11,6 @@ namespace shardsim {
 /// A process per recorded device, a thread per stream, a complete ("X")
 /// event per op with its FLOPs and bytes, and flow arrows ("s"/"f") for
 /// point-to-point transfers between recorded devices. Times in microseconds.
-std::string chrome_trace_json(const Program& program, const Timeline& timeline);
+std::string chrome_trace_json(const ProgramSet& programs, const Timeline& timeline);
 
 }  // namespace shardsim

@@ -1,6 +1,8 @@
 // Lowering of one training step of a dense decoder-only Transformer into the
-// per-device Program that every device of the mesh runs (SPMD).
+// per-stage Programs that the devices of each pipeline stage run (SPMD).
 #pragma once
+
+#include <vector>
 
 #include "shardsim/core/program.h"
 #include "shardsim/workloads/scenario.h"
@@ -11,18 +13,33 @@ namespace shardsim {
 struct TrainStreams {
   static constexpr StreamId kCompute = 0;
   static constexpr StreamId kTp = 1;        ///< tensor-parallel collectives
-  static constexpr StreamId kDpGather = 2;  ///< FSDP parameter all-gathers
+  static constexpr StreamId kDpGather = 2;  ///< FSDP / ZeRO parameter all-gathers
   static constexpr StreamId kDpReduce = 3;  ///< gradient all-reduce / reduce-scatter
+  static constexpr StreamId kSendNext = 4;  ///< pipeline sends to the next stage
+  static constexpr StreamId kSendPrev = 5;  ///< pipeline sends to the previous stage
+  static constexpr StreamId kRecv = 6;      ///< pipeline receives
 };
 
-/// The Program of one device for one optimizer step: for each microbatch the
-/// forward and backward of every layer (activation- and weight-gradient
-/// matmuls as separate ops), then the optimizer update. Collectives:
-/// tensor-parallel all-reduces (or all-gather / reduce-scatter with sequence
-/// parallelism), data-parallel gradient all-reduce in buckets overlapped with
-/// the last backward (zero 0), or FSDP per-layer all-gathers prefetched one
-/// layer ahead and per-layer gradient reduce-scatters (zero 3).
-Program lower_training_step(const Scenario& s);
+/// How the layers are cut into pipeline chunks: chunk g (0..pp·v-1) holds
+/// layers [first[g], first[g] + count[g]) and runs on stage g % pp as its
+/// virtual chunk g / pp. Chunk 0 also holds the embedding, the last chunk the
+/// head and loss.
+struct ChunkLayout {
+  std::vector<int64_t> first;
+  std::vector<int64_t> count;
+};
+/// plan.layers_per_stage when given; otherwise an even split whose remainder
+/// goes to the chunks after the first (which carries the embedding).
+ChunkLayout chunk_layout(const ModelSpec& m, const Plan& p);
+
+/// The Programs of one optimizer step, one per pipeline stage: for each step
+/// of the stage's schedule, the forward or backward of one chunk for one
+/// microbatch (activation- and weight-gradient matmuls as separate ops,
+/// recomputed forward ops before their backward), pipeline sends and
+/// receives, tensor-parallel collectives, data-parallel gradient reduction
+/// (all-reduce, or reduce-scatter and parameter all-gather for ZeRO-1/2) or
+/// FSDP per-unit all-gathers and reduce-scatters; then the optimizer.
+ProgramSet lower_training_step(const Scenario& s);
 
 /// FLOPs of a training step summed over all devices, by the closed form (see
 /// flops.cc): 6·N_matmul·tokens + 6·L·heads·head_dim·(s+1)·tokens (causal

@@ -7,12 +7,17 @@
 namespace shardsim {
 
 /// Parameters, gradients, optimizer state, activations of the microbatches in
-/// flight, logits and communication buffers, per device (see memory.cc for
-/// the formulas and their sources).
+/// flight, logits and communication buffers on the pipeline stage whose
+/// total is largest (see memory.cc for the formulas and their sources).
 MemoryReport training_memory(const Scenario& s);
 
-/// Bytes of activations one layer saves for its backward, per microbatch, on
-/// one device (no recomputation, fused attention).
+/// Bytes of activations one layer keeps for its backward, per microbatch, on
+/// one device, for the plan's recomputation mode.
 int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p);
+
+/// The most (chunk, microbatch) forward passes whose backward has not run yet
+/// on `stage`, weighted by `chunk_bytes` (activation bytes of each local
+/// chunk for one microbatch): the schedule's activation high-water mark.
+int64_t peak_in_flight_bytes(const Plan& p, int64_t stage, const std::vector<int64_t>& chunk_bytes);
 
 }  // namespace shardsim

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "shardsim/core/program.h"
+#include "shardsim/workloads/schedule.h"
 
 namespace shardsim {
 
@@ -21,6 +24,14 @@ struct Plan {
   int64_t seq_len = 2048;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaving)
+  /// Layers of each model chunk in pipeline order (pp·virtual_stages
+  /// entries); empty for an even split.
+  std::vector<int64_t> layers_per_stage;
+  /// Fused (flash) attention keeps no s² tensors; unfused attention writes
+  /// the scores and softmax to HBM (and keeps them for backward).
+  bool fused_attention = true;
   bool fsdp_prefetch = true;                ///< ZeRO-3: all-gather layer i+1 during layer i
   int64_t grad_bucket_bytes = 160'000'000;  ///< Megatron default: 40M fp32 grads
   DType grad_reduce_dtype = DType::kFp32;
@@ -28,6 +39,7 @@ struct Plan {
   std::array<MeshAxis, kNumMeshAxes> mesh_order{MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp};
 
   int64_t microbatches() const { return global_batch / (dp * microbatch_size); }
+  int64_t chunks() const { return pp * virtual_stages; }
   int64_t devices() const { return dp * tp * pp * cp; }
 };
 

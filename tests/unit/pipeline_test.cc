@@ -1,0 +1,166 @@
+// Pipeline schedules: bubbles come out of the simulation and match the
+// closed forms when communication is free and stages are equal.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <tuple>
+
+#include "shardsim/sim/engine.h"
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/memory.h"
+#include "shardsim/workloads/schedule.h"
+#include "step_runner.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+/// Programs for `stages` stages that follow `schedule` with compute ops of
+/// t_f / v (forward) and t_b / v (backward) per chunk and one-byte sends.
+ProgramSet synthetic_pipeline(PipelineSchedule schedule, int64_t stages, int64_t m, int64_t v, double tf,
+                              double tb) {
+  ProgramSet ps;
+  for (int64_t s = 0; s < stages; ++s) {
+    ProgramBuilder b;
+    for (const char* n : {"compute", "send next", "send prev", "recv"}) b.add_stream(n);
+    std::vector<std::vector<OpId>> fwd_out(static_cast<size_t>(v), std::vector<OpId>(static_cast<size_t>(m)));
+    for (const PipelineStep& st : pipeline_steps(schedule, stages, s, m, v)) {
+      const int64_t g = st.chunk * stages + s;
+      const bool first = g == 0, last = g == stages * v - 1;
+      auto p2p = [&](OpKind kind, StreamId stream, int8_t peer, Pass pass, OpId dep) {
+        Op o;
+        o.kind = kind;
+        o.stream = stream;
+        o.peer = peer;
+        o.pass = pass;
+        o.comm_bytes = Bytes(1);
+        return b.add(o, {dep});
+      };
+      Op c;
+      c.compute = ComputeKind::kAttention;  // FLOP-bound: time = flops / peak
+      c.pass = st.forward ? Pass::kForward : Pass::kBackward;
+      c.flops = Flops((st.forward ? tf : tb) / static_cast<double>(v) * 1e12);
+      OpId in = kNoOp;
+      if (st.forward && !first) in = p2p(OpKind::kRecv, 3, -1, Pass::kForward, kNoOp);
+      if (!st.forward && !last) in = p2p(OpKind::kRecv, 3, 1, Pass::kBackward, kNoOp);
+      const OpId x = b.add(c, {in});
+      if (st.forward && !last) p2p(OpKind::kSend, 1, 1, Pass::kForward, x);
+      if (!st.forward && !first) p2p(OpKind::kSend, 2, -1, Pass::kBackward, x);
+    }
+    ps.stages.push_back(std::move(b).finish());
+  }
+  return ps;
+}
+
+double simulate_pipeline(PipelineSchedule schedule, int64_t p, int64_t m, int64_t v, double tf, double tb) {
+  const ProgramSet ps = synthetic_pipeline(schedule, p, m, v, tf, tb);
+  const Mesh mesh({1, 1, p, 1}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+  TorusSpec t;  // a ring of p devices, links fast enough to be free
+  t.dims = {p};
+  t.wraparound = {true};
+  t.link_bandwidth = gbyte_per_s(1e12);
+  const auto topo = make_torus(t);
+  ChipSpec chip;
+  chip.bf16_peak = FlopsPerSec(1e12);
+  chip.hbm_bandwidth = BytesPerSec(1e12);
+  return simulate(ps, mesh, *topo, chip, EngineOptions{}).step_time.seconds();
+}
+
+struct PipeCase {
+  int64_t p, m;
+};
+
+class PipelineBubble : public ::testing::TestWithParam<PipeCase> {};
+
+TEST_P(PipelineBubble, OneFOneBAndGpipeTakeMPlusPMinusOneSlots) {
+  const auto [p, m] = GetParam();
+  const double tf = 1e-3, tb = 2e-3;
+  const double expect = static_cast<double>(m + p - 1) * (tf + tb);
+  EXPECT_NEAR(simulate_pipeline(PipelineSchedule::kOneFOneB, p, m, 1, tf, tb), expect, expect * 0.01);
+  EXPECT_NEAR(simulate_pipeline(PipelineSchedule::kGpipe, p, m, 1, tf, tb), expect, expect * 0.01);
+}
+
+TEST_P(PipelineBubble, InterleavingCutsTheBubbleByV) {
+  const auto [p, m] = GetParam();
+  const double tf = 1e-3, tb = 2e-3;
+  for (int64_t v : {2, 4}) {
+    const double expect = static_cast<double>(m) * (tf + tb) + static_cast<double>(p - 1) * (tf + tb) / v;
+    EXPECT_NEAR(simulate_pipeline(PipelineSchedule::kInterleaved, p, m, v, tf, tb), expect, expect * 0.01)
+        << "v " << v;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PipelineBubble,
+                         ::testing::Values(PipeCase{2, 4}, PipeCase{4, 8}, PipeCase{4, 16}, PipeCase{8, 32}),
+                         [](const auto& info) {
+                           return "p" + std::to_string(info.param.p) + "_m" + std::to_string(info.param.m);
+                         });
+
+TEST(PipelineSchedule, EveryStepRunsOnceAndBackwardFollowsForward) {
+  for (auto sched : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kInterleaved}) {
+    const int64_t p = 4, m = 8, v = sched == PipelineSchedule::kOneFOneB ? 1 : 2;
+    for (int64_t s = 0; s < p; ++s) {
+      std::set<std::tuple<int, int, bool>> seen;
+      for (const PipelineStep& st : pipeline_steps(sched, p, s, m, v)) {
+        EXPECT_TRUE(seen.insert({st.chunk, st.microbatch, st.forward}).second);
+        if (!st.forward) EXPECT_TRUE(seen.count({st.chunk, st.microbatch, true}));
+      }
+      EXPECT_EQ(static_cast<int64_t>(seen.size()), 2 * m * v);
+    }
+  }
+}
+
+// Small vocabulary so the stages are nearly balanced.
+const char* kPipe = R"({"model": {"name": "tiny", "layers": 16, "hidden": 1024, "ffn_hidden": 4096, "heads": 16,
+  "vocab": 4096}, "cluster": "dgx-h100-64",
+  "plan": {"dp": 8, "tp": 2, "pp": 4, "global_batch": 64, "seq_len": 1024}})";
+
+TEST(Pipeline, ReplicaShortcutMatchesSimulatingEveryDevice) {
+  for (const char* zero : {"0", "1", "3"}) {
+    const Scenario s = testing::scenario(kPipe, {{"plan.zero", zero}});
+    const StepRun full = run_training_step(s, {}, false);
+    const StepRun shortcut = run_training_step(s, {}, true);
+    EXPECT_EQ(full.report.sim.simulated_devices, 64);
+    EXPECT_EQ(shortcut.report.sim.simulated_devices, 8);
+    EXPECT_NEAR(shortcut.report.step_time_s, full.report.step_time_s, 1e-9 * full.report.step_time_s) << zero;
+  }
+}
+
+TEST(Pipeline, BubbleShowsInTheBreakdownAndShrinksWithMoreMicrobatches) {
+  const StepRun few = run_training_step(testing::scenario(kPipe, {{"plan.global_batch", "32"}}), {});
+  const StepRun many = run_training_step(testing::scenario(kPipe, {{"plan.global_batch", "256"}}), {});
+  EXPECT_GT(few.report.breakdown.bubble_s, 0);
+  EXPECT_GT(few.report.breakdown.bubble_s / few.report.step_time_s,
+            many.report.breakdown.bubble_s / many.report.step_time_s);
+}
+
+TEST(Pipeline, RecomputationAddsHardwareNotModelFlops) {
+  const StepRun none = run_training_step(testing::scenario(kPipe), {});
+  const StepRun sel = run_training_step(testing::scenario(kPipe, {{"plan.recompute", "\"selective\""}}), {});
+  const StepRun full = run_training_step(testing::scenario(kPipe, {{"plan.recompute", "\"full\""}}), {});
+  EXPECT_DOUBLE_EQ(none.report.model_flops_per_step, full.report.model_flops_per_step);
+  EXPECT_DOUBLE_EQ(none.report.model_flops_per_step, sel.report.model_flops_per_step);
+  EXPECT_GT(full.report.hfu / full.report.mfu, sel.report.hfu / sel.report.mfu);
+  EXPECT_GT(sel.report.hfu, sel.report.mfu);
+  EXPECT_GT(full.report.step_time_s, none.report.step_time_s);
+  EXPECT_LT(full.report.memory.peak_bytes_per_device, none.report.memory.peak_bytes_per_device);
+}
+
+TEST(Pipeline, InFlightActivationsFollowTheSchedule) {
+  // 1F1B keeps p - stage microbatches on a stage; GPipe keeps all m.
+  Plan p;
+  p.pp = 4;
+  p.dp = 1;
+  p.global_batch = 16;
+  EXPECT_EQ(peak_in_flight_bytes(p, 0, {1}), 4);
+  EXPECT_EQ(peak_in_flight_bytes(p, 3, {1}), 1);
+  p.schedule = PipelineSchedule::kGpipe;
+  EXPECT_EQ(peak_in_flight_bytes(p, 0, {1}), 16);
+  // Interleaved, v chunks: (p-1)·2 + (v-1)·p + 1 chunk-microbatches on stage 0.
+  p.schedule = PipelineSchedule::kInterleaved;
+  p.virtual_stages = 3;
+  EXPECT_EQ(peak_in_flight_bytes(p, 0, {1, 1, 1}), 3 * 2 + 2 * 4 + 1);
+}
+
+}  // namespace
+}  // namespace shardsim
