@@ -2,7 +2,8 @@
 // Prints, per scenario: events, flows, wall seconds, engine events/s and peak
 // resident memory. Each scenario runs in its own child process so its peak
 // memory is its own.
-//   step_bench [--replica-shortcut] [SCENARIO.json...]   (default: the two reference scenarios)
+//   step_bench [--replica-shortcut] [SCENARIO.json...]   (default: the three reference scenarios;
+//   the shortcut is always on above 2048 devices, as in the CLI's auto mode)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,7 +31,8 @@ int run_one(const std::string& file, bool shortcut) {
   const shardsim::Mesh mesh = shardsim::build_mesh(s.plan);
   shardsim::EngineOptions opt;
   opt.collective_base_latency = s.cluster.collective_base_latency;
-  opt.replica_shortcut = shortcut && s.plan.dp > 1;
+  // As the CLI's auto setting: one data-parallel replica above 2048 devices.
+  opt.replica_shortcut = (shortcut || s.cluster.devices > 2048) && s.plan.dp > 1;
   const auto t2 = clock::now();
   const shardsim::EngineResult r = shardsim::simulate(p, mesh, *topo, s.cluster.chip, opt);
   const auto t3 = clock::now();
@@ -66,7 +68,8 @@ int main(int argc, char** argv) {
   }
   if (files.empty()) {
     files = {SHARDSIM_SOURCE_DIR "/examples/llama3-70b-h100x1024.json",
-             SHARDSIM_SOURCE_DIR "/examples/llama3-8b-tpu-v5e-256.json"};
+             SHARDSIM_SOURCE_DIR "/examples/llama3-8b-tpu-v5e-256.json",
+             SHARDSIM_SOURCE_DIR "/examples/llama3-405b-h100x16384.json"};
   }
   int status = 0;
   for (const auto& f : files) {

@@ -10,6 +10,7 @@ namespace shardsim::cli {
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_collective(const std::vector<std::string>& args);
 int cmd_presets(const std::vector<std::string>& args);
+int cmd_validate(const std::vector<std::string>& args);
 extern const char* const kUsage;
 
 }  // namespace shardsim::cli

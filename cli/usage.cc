@@ -34,6 +34,12 @@ Usage:
          group holding device 0)
       --concurrent         run every group of that shape at once (contention)
 
+  shardsim validate DIR [--json]
+      Simulate every scenario in DIR that has a "published" object and print
+      predicted against published figures, each row's error and the mean
+      (examples/validation holds the published runs of Megatron-LM and
+      Korthikanti et al.).
+
   shardsim presets [list]            list chips, models and clusters
   shardsim presets show NAME         print one preset as JSON
 

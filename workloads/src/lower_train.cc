@@ -384,6 +384,7 @@ class StageLowering {
 
   // ---- backward of one chunk for one microbatch ----------------------------------------
   void backward(int32_t local, bool last_microbatch) {
+    record_buckets_ = last_microbatch;  // the parameter all-gathers follow the last buckets
     const std::vector<int64_t> us = units(local);
     OpId cur = last_chunk(local) ? fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)]
                                  : recv(Pass::kBackward);
@@ -412,7 +413,7 @@ class StageLowering {
       reduce_unit(u, wgrad, last_microbatch);
       issue(p_.fsdp_prefetch ? k + 2 : k + 1, cur);
     }
-    if (last_microbatch) flush_bucket();
+    flush_bucket();
     if (!first_chunk(local)) send(Pass::kBackward, cur);
   }
 
@@ -440,8 +441,10 @@ class StageLowering {
 
   // ---- gradient reduction and optimizer ------------------------------------------------
   /// FSDP reduce-scatters each unit's gradients every microbatch. Otherwise
-  /// gradients accumulate locally and, in the last microbatch, fill buckets
-  /// in backward order: all-reduced (zero 0) or reduce-scattered (zero 1, 2).
+  /// gradients fill buckets in backward order: all-reduced (zero 0) or
+  /// reduce-scattered (zero 1, 2). Zero 0 and 1 accumulate full gradients
+  /// locally and reduce in the last microbatch only; zero 2 keeps only its
+  /// gradient shard, so it reduce-scatters every microbatch (DeepSpeed).
   void reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
     if (p_.dp == 1) return;
     const int64_t grad_bytes = unit_params(u) * dtype_bytes(p_.grad_reduce_dtype);
@@ -451,7 +454,7 @@ class StageLowering {
                  Pass::kBackward, grad_bytes, p_.grad_reduce_dtype, {wgrad});
       return;
     }
-    if (!last_microbatch) return;
+    if (!last_microbatch && p_.zero != 2) return;
     bucket_bytes_ += grad_bytes;
     bucket_params_ += unit_params(u);
     bucket_dep_ = wgrad;
@@ -463,7 +466,7 @@ class StageLowering {
     collective(sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, kDpAxis, kReduce,
                sharded ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, bucket_bytes_,
                p_.grad_reduce_dtype, {bucket_dep_});
-    bucket_sizes_.push_back(bucket_params_);
+    if (record_buckets_) bucket_sizes_.push_back(bucket_params_);
     bucket_bytes_ = 0;
     bucket_params_ = 0;
   }
@@ -513,7 +516,8 @@ class StageLowering {
   int64_t bucket_bytes_ = 0;
   int64_t bucket_params_ = 0;
   OpId bucket_dep_ = kNone;
-  std::vector<int64_t> bucket_sizes_;  // parameters per flushed bucket
+  std::vector<int64_t> bucket_sizes_;  // parameters per bucket of the last microbatch
+  bool record_buckets_ = false;
 };
 
 }  // namespace

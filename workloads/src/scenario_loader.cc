@@ -397,6 +397,19 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   return p;
 }
 
+Published parse_published(const Json& j, const std::string& file) {
+  ObjectReader r(j, file, "/published");
+  Published pub;
+  pub.source = r.string("source", "");
+  pub.assumptions = r.string("assumptions", "");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "source" || it.key() == "assumptions") continue;
+    pub.metrics.emplace_back(it.key(), r.positive_number(it.key()));
+  }
+  r.done();
+  return pub;
+}
+
 Json load_root(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
   Json root = detail::parse_json_text(text, name);
   if (!root.is_object()) throw InputError(name, "/", "expected a scenario object with model, cluster and plan");
@@ -415,6 +428,7 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   sc.cluster = parse_cluster(r.raw("cluster"), name);
   sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster);
   r.string("description", "");
+  if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
   r.done();
   return sc;
 }

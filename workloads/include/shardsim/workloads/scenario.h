@@ -22,11 +22,20 @@ struct ClusterSpec {
   SimTime collective_base_latency;  ///< fixed software cost of one collective call
 };
 
+/// Published measurements a scenario reproduces (its optional "published"
+/// object): metric name to value, for `shardsim validate`.
+struct Published {
+  std::vector<std::pair<std::string, double>> metrics;
+  std::string source;
+  std::string assumptions;
+};
+
 struct Scenario {
   std::string file;  ///< where it came from, for messages
   ModelSpec model;
   ClusterSpec cluster;
   Plan plan;
+  Published published;
 };
 
 /// One `--set path=value` override: path in dots ("plan.tp"), value as JSON

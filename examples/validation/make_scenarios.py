@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Writes one scenario per row of shared/reference/published_runs.md.
+
+Every row uses the same chip and fabric defaults (the a100-sxm-80g preset and
+the dgx-a100-superpod fabric); only what the papers state about each run
+changes: model shape, parallelism, batch, recomputation, and the software of
+the time (Megatron-LM 2021/2022: no fused attention, gradient all-reduce
+after the backward pass rather than overlapped with it).
+
+Choices the tables leave open are made by one rule for all rows and written
+into each scenario's "assumptions":
+  - microbatch size 1 where not stated;
+  - Megatron Table 1/2 interleaving: v = 2 chunks per stage when the layers
+    per stage are even, else 3 when divisible by 3, else 1;
+  - Korthikanti Table 5: v = 3 for 175B and 530B (the reference's reading),
+    v = 1 for 1T; these reproduce the paper's per-GPU activation figures.
+Run it again after editing; it overwrites the *.json files here.
+"""
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).parent
+MEGATRON = "Narayanan et al., SC'21 (arXiv 2104.04473)"
+KORTHI = "Korthikanti et al. (arXiv 2205.05198), Table 5"
+
+
+def gpt(name, layers, hidden, heads):
+    return {"name": name, "layers": layers, "hidden": hidden, "ffn_hidden": 4 * hidden, "heads": heads,
+            "vocab": 51200, "mlp": "gelu", "norm": "layernorm", "position": "learned", "tied_embeddings": True}
+
+
+def cluster(gpus):
+    return {"chip": "a100-sxm-80g", "devices": gpus,
+            "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8, "nic_GBps_per_gpu": 25,
+                       "rail_optimized": True, "nics_per_leaf": 20, "tiers": 2}}
+
+
+def interleave(layers, pp):
+    if pp == 1:
+        return 1
+    per = layers // pp
+    return 2 if per % 2 == 0 else 3 if per % 3 == 0 else 1
+
+
+def write(name, scenario):
+    (HERE / f"{name}.json").write_text(json.dumps(scenario, indent=2) + "\n")
+
+
+# Megatron-LM Table 1: weak scaling, full recomputation.
+TABLE1 = [  # params, heads, hidden, layers, tp, pp, gpus, batch, tflops
+    ("1.7", 24, 2304, 24, 1, 1, 32, 512, 137), ("3.6", 32, 3072, 30, 2, 1, 64, 512, 138),
+    ("7.5", 32, 4096, 36, 4, 1, 128, 512, 142), ("18.4", 48, 6144, 40, 8, 1, 256, 1024, 135),
+    ("39.1", 64, 8192, 48, 8, 2, 512, 1536, 138), ("76.1", 80, 10240, 60, 8, 4, 1024, 1792, 140),
+    ("145.6", 96, 12288, 80, 8, 8, 1536, 2304, 148), ("310.1", 128, 16384, 96, 8, 16, 1920, 2160, 155),
+    ("529.6", 128, 20480, 105, 8, 35, 2520, 2520, 163), ("1008.0", 160, 25600, 128, 8, 64, 3072, 3072, 163),
+]
+for params, heads, hidden, layers, tp, pp, gpus, batch, tflops in TABLE1:
+    v = interleave(layers, pp)
+    plan = {"dp": gpus // (tp * pp), "tp": tp, "pp": pp, "microbatch_size": 1, "global_batch": batch,
+            "seq_len": 2048, "recompute": "full", "attention": "unfused", "grad_bucket_bytes": 10**15}
+    if pp > 1:
+        plan.update({"schedule": "interleaved", "virtual_stages": v})
+    write(f"megatron-t1-gpt-{params}b", {
+        "description": f"{MEGATRON}, Table 1: GPT {params}B on {gpus} A100s.",
+        "model": gpt(f"gpt-{params}b", layers, hidden, heads), "cluster": cluster(gpus), "plan": plan,
+        "published": {"megatron_tflops_per_gpu": tflops, "source": f"{MEGATRON}, Table 1",
+                      "assumptions": f"microbatch 1; virtual_stages {v}; gradient all-reduce not overlapped"}})
+
+# Megatron-LM Table 2: GPT-3 175B, PTD-P and ZeRO-3.
+for gpus, tflops in [(384, 153), (768, 149), (1536, 141)]:
+    write(f"megatron-t2-ptdp-{gpus}", {
+        "description": f"{MEGATRON}, Table 2: GPT-3 175B with PTD-P (tp 8, pp 12) on {gpus} A100s.",
+        "model": gpt("gpt3-175b", 96, 12288, 96), "cluster": cluster(gpus),
+        "plan": {"dp": gpus // 96, "tp": 8, "pp": 12, "microbatch_size": 1, "global_batch": 1536, "seq_len": 2048,
+                 "recompute": "full", "attention": "unfused", "grad_bucket_bytes": 10**15,
+                 "schedule": "interleaved", "virtual_stages": interleave(96, 12)},
+        "published": {"megatron_tflops_per_gpu": tflops, "source": f"{MEGATRON}, Table 2",
+                      "assumptions": f"virtual_stages {interleave(96, 12)}; gradient all-reduce not overlapped"}})
+for gpus, mb, tflops in [(384, 4, 144), (768, 2, 88), (1536, 1, 44)]:
+    write(f"megatron-t2-zero3-{gpus}", {
+        "description": f"{MEGATRON}, Table 2: GPT-3 175B with ZeRO-3 and no model parallelism on {gpus} A100s.",
+        "model": gpt("gpt3-175b", 96, 12288, 96), "cluster": cluster(gpus),
+        "plan": {"dp": gpus, "zero": 3, "microbatch_size": mb, "global_batch": 1536, "seq_len": 2048,
+                 "recompute": "full", "attention": "unfused"},
+        "published": {"megatron_tflops_per_gpu": tflops, "source": f"{MEGATRON}, Table 2",
+                      "assumptions": "full recomputation, as in the rest of the paper"}})
+
+# Korthikanti et al. Table 5: iteration time and activation memory.
+TABLE5 = [  # name, heads, hidden, layers, tp, pp, gpus, batch, mb, full_s, sel_s, act_none, act_sel, params_opt, v
+    ("22b", 64, 6144, 48, 8, 1, 8, 4, 4, 1.42, 1.10, 59.25, 9.56, 45.56, 1),
+    ("175b", 96, 12288, 96, 8, 8, 64, 64, 1, 18.13, 13.75, 66.84, 12.35, 45.56, 3),
+    ("530b", 128, 20480, 105, 8, 35, 280, 280, 1, 49.05, 37.83, 114.02, 23.08, 31.64, 3),
+    ("1t", 160, 25600, 128, 8, 64, 512, 512, 1, 94.42, 71.49, 131.25, 26.56, 32.96, 1),
+]
+for name, heads, hidden, layers, tp, pp, gpus, batch, mb, full_s, sel_s, act_none, act_sel, params_opt, v in TABLE5:
+    base = {"dp": 1, "tp": tp, "pp": pp, "microbatch_size": mb, "global_batch": batch, "seq_len": 2048,
+            "attention": "unfused", "grad_bucket_bytes": 10**15}
+    if pp > 1 and v > 1:
+        base.update({"schedule": "interleaved", "virtual_stages": v})
+    model = gpt(f"gpt-{name}", layers, hidden, heads)
+    assumptions = f"virtual_stages {v}"
+    write(f"korthikanti-{name}-full", {
+        "description": f"{KORTHI}: GPT {name} with full recomputation.",
+        "model": model, "cluster": cluster(gpus), "plan": dict(base, recompute="full"),
+        "published": {"step_time_s": full_s, "weights_and_optimizer_GiB": params_opt, "source": KORTHI,
+                      "assumptions": assumptions}})
+    write(f"korthikanti-{name}-sp-selective", {
+        "description": f"{KORTHI}: GPT {name} with sequence parallelism and selective recomputation.",
+        "model": model, "cluster": cluster(gpus),
+        "plan": dict(base, recompute="selective", sequence_parallel=True),
+        "published": {"step_time_s": sel_s, "activations_GiB": act_sel, "source": KORTHI,
+                      "assumptions": assumptions}})
+    write(f"korthikanti-{name}-no-recompute", {
+        "description": f"{KORTHI}: GPT {name} without recomputation (activation memory only; the paper gives "
+                       "no time for it).",
+        "model": model, "cluster": cluster(gpus), "plan": dict(base, recompute="none"),
+        "published": {"activations_GiB": act_none, "source": KORTHI, "assumptions": assumptions}})
