@@ -26,7 +26,8 @@ KORTHI = "Korthikanti et al. (arXiv 2205.05198), Table 5"
 
 def gpt(name, layers, hidden, heads):
     return {"name": name, "layers": layers, "hidden": hidden, "ffn_hidden": 4 * hidden, "heads": heads,
-            "vocab": 51200, "mlp": "gelu", "norm": "layernorm", "position": "learned", "tied_embeddings": True}
+            "vocab": 51200, "mlp": "gelu", "norm": "layernorm", "position": "learned", "tied_embeddings": True,
+            "dropout": True}
 
 
 def cluster(gpus):

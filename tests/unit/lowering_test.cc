@@ -84,20 +84,24 @@ TEST(Params, MatchPublishedSizes) {
 }
 
 TEST(Memory, GptLayerActivationsAreKorthikanti34sbh) {
-  // Without tensor parallelism, fused attention: 34·s·b·h bytes per layer
-  // (plus the 4-byte log-sum-exp per head and token).
+  // GPT with dropout, without tensor parallelism, fused attention: 34·s·b·h
+  // bytes per layer (plus the 4-byte log-sum-exp per head and token).
+  const std::vector<Override> dropout{{"model.dropout", "true"}};
   const Scenario s = testing::scenario(
-      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
+      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})",
+      dropout);
   const double sbh = 2048.0 * 12288;
   const double lse = 4.0 * 2048 * 96;
   EXPECT_DOUBLE_EQ(static_cast<double>(layer_activation_bytes(s.model, s.plan)), 34 * sbh + lse);
   // With tp = 8 and no sequence parallelism: (10 + 24/t)·s·b·h.
   const Scenario t = testing::scenario(
-      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "global_batch": 64, "seq_len": 2048}})");
+      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "global_batch": 64, "seq_len": 2048}})",
+      dropout);
   EXPECT_DOUBLE_EQ(static_cast<double>(layer_activation_bytes(t.model, t.plan)), (10 + 24.0 / 8) * sbh + lse / 8);
   // With sequence parallelism everything is split: 34/t.
   const Scenario u = testing::scenario(
-      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "sequence_parallel": true, "global_batch": 64, "seq_len": 2048}})");
+      R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "sequence_parallel": true, "global_batch": 64, "seq_len": 2048}})",
+      dropout);
   EXPECT_DOUBLE_EQ(static_cast<double>(layer_activation_bytes(u.model, u.plan)), 34.0 / 8 * sbh + lse / 8);
 }
 

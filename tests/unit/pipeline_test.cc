@@ -103,7 +103,9 @@ TEST(PipelineSchedule, EveryStepRunsOnceAndBackwardFollowsForward) {
       std::set<std::tuple<int, int, bool>> seen;
       for (const PipelineStep& st : pipeline_steps(sched, p, s, m, v)) {
         EXPECT_TRUE(seen.insert({st.chunk, st.microbatch, st.forward}).second);
-        if (!st.forward) EXPECT_TRUE(seen.count({st.chunk, st.microbatch, true}));
+        if (!st.forward) {
+          EXPECT_TRUE(seen.count({st.chunk, st.microbatch, true}));
+        }
       }
       EXPECT_EQ(static_cast<int64_t>(seen.size()), 2 * m * v);
     }

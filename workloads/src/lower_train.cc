@@ -141,10 +141,14 @@ class StageLowering {
   }
 
   /// Causal attention over microbatch_size sequences of s tokens with a_
-  /// local query heads and kv_ local KV heads. Fused: reads q, k, v and
-  /// writes the output and log-sum-exp. Unfused: also writes and reads the
-  /// s x s scores and probabilities per head (bf16).
-  OpId attention(int32_t layer, Pass pass, std::initializer_list<OpId> deps) {
+  /// local query heads and kv_ local KV heads.
+  OpId attention(int32_t layer, Pass pass, OpId dep) {
+    return p_.fused_attention ? fused_attention(layer, pass, dep) : unfused_attention(layer, pass, dep);
+  }
+
+  /// Fused (flash) attention: one kernel that reads q, k, v and writes the
+  /// output and log-sum-exp, skipping masked blocks (causal FLOPs).
+  OpId fused_attention(int32_t layer, Pass pass, OpId dep) {
     Op o = base("attention", layer, pass, kC);
     o.compute = ComputeKind::kAttention;
     o.batch = p_.microbatch_size;
@@ -159,15 +163,54 @@ class StageLowering {
     const int64_t qkv = T_ * (a_ + 2 * kv_) * d_ * kAct;
     const int64_t out = T_ * a_ * d_ * kAct;
     const int64_t lse = T_ * a_ * 4;
-    const int64_t scores = p_.fused_attention ? 0 : p_.microbatch_size * a_ * p_.seq_len * p_.seq_len * kAct;
-    if (!backward) {
-      o.bytes_read = Bytes(qkv + 2 * scores);
-      o.bytes_written = Bytes(out + lse + 2 * scores);
-    } else {
-      o.bytes_read = Bytes(qkv + 2 * out + lse + 2 * scores);  // q, k, v, o, dO, lse (+ probabilities)
-      o.bytes_written = Bytes(qkv + 2 * scores);               // dq, dk, dv (+ score gradients)
+    o.bytes_read = Bytes(backward ? qkv + 2 * out + lse : qkv);  // backward: q, k, v, o, dO, lse
+    o.bytes_written = Bytes(backward ? qkv : out + lse);         // backward: dq, dk, dv
+    return b_.add(o, {dep});
+  }
+
+  /// Unfused attention as Megatron-LM ran it before flash attention: batched
+  /// matmuls for QK^T and for the values over the full s x s scores (the
+  /// causal mask is applied to them, so the executed FLOPs are twice the
+  /// causal count), a fused scale-mask-softmax and, with dropout, a dropout
+  /// pass, each reading and writing the b·a·s² scores in HBM.
+  OpId unfused_attention(int32_t layer, Pass pass, OpId dep) {
+    const int64_t b = p_.microbatch_size * a_;  // one batch entry per sequence and head
+    const int64_t s = p_.seq_len;
+    const int64_t scores = b * s * s;
+    const double causal = static_cast<double>(s + 1) / static_cast<double>(2 * s);
+    auto bmm = [&](std::string_view name, Pass ps, int64_t m, int64_t n, int64_t k, OpId after) {
+      Op o = base(name, layer, ps, kC);
+      o.compute = ComputeKind::kMatmul;
+      o.dtype = p_.matmul_dtype;
+      o.batch = b;
+      o.m = m;
+      o.n = n;
+      o.k = k;
+      o.flops = Flops(2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(n) *
+                      static_cast<double>(k));
+      o.model_flops = o.flops * model_share(ps, causal);
+      o.bytes_read = Bytes(b * (m * k + k * n) * kAct);
+      o.bytes_written = Bytes(b * m * n * kAct);
+      return b_.add(o, {after});
+    };
+    auto pointwise = [&](std::string_view name, Pass ps, int64_t read, int64_t write, OpId after) {
+      return memop(ComputeKind::kSoftmax, name, layer, ps, scores, read, write, 5, {after});
+    };
+    const bool dropout = m_.dropout;
+    if (pass != Pass::kBackward) {
+      OpId x = bmm("attn scores", pass, s, s, d_, dep);
+      x = pointwise("attn softmax", pass, scores * kAct, scores * kAct, x);
+      if (dropout) x = pointwise("attn dropout", pass, scores * kAct, scores * (kAct + 1), x);
+      return bmm("attn values", pass, s, d_, s, x);
     }
-    return b_.add(o, deps);
+    // Backward: dP = dO·Vᵀ and dV = Pᵀ·dO; dropout and softmax backward;
+    // dQ = dS·K and dK = dSᵀ·Q.
+    OpId x = bmm("attn values dgrad", pass, s, s, d_, dep);
+    bmm("attn values wgrad", pass, s, d_, s, dep);
+    if (dropout) x = pointwise("attn dropout", pass, scores * (kAct + 1), scores * kAct, x);
+    x = pointwise("attn softmax", pass, 2 * scores * kAct, scores * kAct, x);
+    const OpId dq = bmm("attn scores dgrad", pass, s, d_, s, x);
+    return bmm("attn scores wgrad", pass, s, d_, s, dq);
   }
 
   OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer,
@@ -269,7 +312,6 @@ class StageLowering {
   /// One layer's forward (pass kForward) or its recomputation before the
   /// backward (kRecompute). Returns the last op.
   OpId layer_forward(int32_t L, Pass pass, std::initializer_list<OpId> deps) {
-    const int64_t norm_b = Ts_ * h_ * kAct;
     OpId x = b_.add(norm_op("attn norm", L, pass), deps);
     x = column_parallel_in("attn all-gather", L, pass, x);
     x = matmul("qkv", L, pass, T_, (a_ + 2 * kv_) * d_, h_, {x}, qkv_model_fraction());
@@ -277,23 +319,31 @@ class StageLowering {
       const int64_t e = T_ * (a_ + kv_) * d_;
       x = memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, {x});
     }
-    x = attention(L, pass, {x});
+    x = attention(L, pass, x);
     x = matmul("attn out", L, pass, T_, h_, a_ * d_, {x});
     x = row_parallel_out("attn all-reduce", L, pass, x);
-    x = memop(ComputeKind::kElementwise, "residual", L, pass, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
+    x = residual(L, pass, x);
     x = b_.add(norm_op("mlp norm", L, pass), {x});
     x = column_parallel_in("mlp all-gather", L, pass, x);
     x = matmul("mlp up", L, pass, T_, up_n_, h_, {x});
     x = act_op(L, pass, x);
     x = matmul("mlp down", L, pass, T_, h_, f_, {x});
     x = row_parallel_out("mlp all-reduce", L, pass, x);
-    return memop(ComputeKind::kElementwise, "residual", L, pass, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
+    return residual(L, pass, x);
+  }
+
+  /// Residual add (with dropout: Megatron's fused bias-dropout-add, which
+  /// also writes a 1-byte mask).
+  OpId residual(int32_t L, Pass pass, OpId x) {
+    const int64_t e = Ts_ * h_;
+    const int64_t mask = m_.dropout ? e : 0;
+    return memop(ComputeKind::kElementwise, m_.dropout ? "bias-dropout-add" : "residual", L, pass, e, 2 * e * kAct,
+                 e * kAct + mask, 2, {x});
   }
 
   /// One layer's backward from the gradient at its output (`cur`). Returns
   /// the last op and sets `wgrad` to its last weight-gradient op.
   OpId layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgrad) {
-    const int64_t norm_b = Ts_ * h_ * kAct;
     OpId recomputed = kNone;
     if (p_.recompute == Recompute::kFull) recomputed = layer_forward(L, Pass::kRecompute, {cur, weights});
     // MLP block.
@@ -305,14 +355,14 @@ class StageLowering {
     OpId wg = matmul("mlp up wgrad", L, Pass::kBackward, h_, up_n_, T_, {x});
     x = column_parallel_grad("mlp grad all-reduce", L, dg);
     x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
-    x = memop(ComputeKind::kElementwise, "residual", L, Pass::kBackward, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
+    x = residual(L, Pass::kBackward, x);
     // Attention block.
     x = row_parallel_grad("attn grad all-gather", L, x);
     dg = matmul("attn out dgrad", L, Pass::kBackward, T_, a_ * d_, h_, {x});
     matmul("attn out wgrad", L, Pass::kBackward, a_ * d_, h_, T_, {x});
     // Selective recomputation re-runs the attention core (Korthikanti et al.).
-    if (p_.recompute == Recompute::kSelective) dg = attention(L, Pass::kRecompute, {dg});
-    x = attention(L, Pass::kBackward, {dg});
+    if (p_.recompute == Recompute::kSelective) dg = attention(L, Pass::kRecompute, dg);
+    x = attention(L, Pass::kBackward, dg);
     if (m_.position == PositionKind::kRope) {
       const int64_t e = T_ * (a_ + kv_) * d_;
       x = memop(ComputeKind::kElementwise, "rope", L, Pass::kBackward, e, e * kAct, e * kAct, 6, {x});
@@ -323,7 +373,7 @@ class StageLowering {
     x = column_parallel_grad("attn grad all-reduce", L, dg);
     x = b_.add(norm_op("attn norm", L, Pass::kBackward), {x, wg});
     wgrad = wg;
-    return memop(ComputeKind::kElementwise, "residual", L, Pass::kBackward, Ts_ * h_, 2 * norm_b, norm_b, 1, {x});
+    return residual(L, Pass::kBackward, x);
   }
 
   // ---- forward of one chunk for one microbatch ----------------------------------------

@@ -10,7 +10,7 @@
 // Activations saved per layer follow Korthikanti et al. 2022 ("Reducing
 // Activation Recomputation", section 4), tensor by tensor, with general
 // shapes (GQA, SwiGLU, RMSNorm): for a GPT layer with unfused attention they
-// give 34·s·b·h + 5·a·s²·b bytes without tensor parallelism,
+// give (with dropout) 34·s·b·h + 5·a·s²·b bytes without tensor parallelism,
 // s·b·h·(10 + 24/t + 5·a·s/(h·t)) with it, and s·b·h/t·(34 + 5·a·s/h) with
 // sequence parallelism. Fused (flash) attention and selective recomputation
 // both drop the 5·a·s² term (a 4-byte log-sum-exp per head and token stays);
@@ -49,18 +49,18 @@ int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores) {
   bytes += 2 * T * a * d + 4 * T * a;  // attention output (= out-proj input) and log-sum-exp
   bytes += 2 * rep * h;                // MLP norm input
   bytes += 2 * rep * h;                // MLP input (norm output)
+  if (m.dropout) bytes += 2 * rep * h;  // two hidden dropout masks, 1 B per element each
   if (m.mlp == MlpKind::kGelu) {
-    bytes += 2 * T * f;    // GeLU input
-    bytes += 2 * T * f;    // GeLU output (down input)
-    bytes += 2 * rep * h;  // two dropout masks, 1 B per element each
+    bytes += 2 * T * f;  // GeLU input
+    bytes += 2 * T * f;  // GeLU output (down input)
   } else {
     bytes += int64_t{4} * T * f;  // gate and up outputs, 2 B each
     bytes += 2 * T * f;           // SwiGLU output (down input)
   }
   if (keep_scores) {
-    // Softmax output (2 B), its dropout mask (1 B) and dropout output (2 B)
-    // per head and query-key pair.
-    bytes += 5 * a * p.seq_len * p.seq_len * p.microbatch_size;
+    // Softmax output (2 B) per head and query-key pair; with dropout also
+    // its mask (1 B) and the dropped probabilities (2 B).
+    bytes += (m.dropout ? 5 : 2) * a * p.seq_len * p.seq_len * p.microbatch_size;
   }
   return bytes;
 }

@@ -141,6 +141,7 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
   m.position =
       r.choice("position", {"learned", "rope"}, "rope") == "learned" ? PositionKind::kLearned : PositionKind::kRope;
   m.tied_embeddings = r.boolean("tied_embeddings", false);
+  m.dropout = r.boolean("dropout", false);
   m.source = r.string("source", "");
   if (r.has("moe")) r.fail("moe", "mixture-of-experts models are not supported yet");
   r.done();

@@ -23,6 +23,7 @@ struct ModelSpec {
   NormKind norm = NormKind::kRmsNorm;
   PositionKind position = PositionKind::kRope;
   bool tied_embeddings = false;
+  bool dropout = false;  ///< dropout on attention probabilities and hidden states (GPT training)
   std::string source;
 };
 
