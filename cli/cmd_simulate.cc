@@ -31,9 +31,9 @@ std::string gib(int64_t b) {
 
 void print_summary(const Scenario& s, const StepReport& r) {
   const Plan& p = s.plan;
-  std::printf("%s on %lld x %s (dp %lld, tp %lld, pp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
+  std::printf("%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
               r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
-              static_cast<long long>(p.tp), static_cast<long long>(p.pp), p.zero,
+              static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.cp), p.zero,
               p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
               static_cast<long long>(p.microbatch_size), static_cast<long long>(p.seq_len));
   std::printf("  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);

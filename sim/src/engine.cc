@@ -124,8 +124,9 @@ struct DeviceClock {
   }
 };
 
-/// A pipeline transfer in flight (eager: the sender does not wait for the
-/// receiver to post its receive).
+/// A point-to-point transfer in flight (pipeline activations, ring-attention
+/// blocks); eager: the sender does not wait for the receiver to post its
+/// receive.
 struct Transfer {
   DeviceId src = 0;
   DeviceId dst = 0;
@@ -260,12 +261,12 @@ class Engine {
     }
   }
 
-  /// The device `delta` pipeline stages away from d (wrapping around).
-  DeviceId pipeline_peer(DeviceId d, int delta) const {
-    const int64_t pp = mesh_.size(MeshAxis::kPp);
-    const int64_t c = mesh_.coord(d, MeshAxis::kPp);
-    const int64_t nc = ((c + delta) % pp + pp) % pp;
-    return static_cast<DeviceId>(static_cast<int64_t>(d) + (nc - c) * mesh_.stride(MeshAxis::kPp));
+  /// The device `delta` steps away from d along `axis` (wrapping around).
+  DeviceId peer_of(DeviceId d, MeshAxis axis, int delta) const {
+    const int64_t n = mesh_.size(axis);
+    const int64_t c = mesh_.coord(d, axis);
+    const int64_t nc = ((c + delta) % n + n) % n;
+    return static_cast<DeviceId>(static_cast<int64_t>(d) + (nc - c) * mesh_.stride(axis));
   }
   static uint64_t channel_key(DeviceId receiver, DeviceId sender, Pass pass) {
     return static_cast<uint64_t>(receiver) << 33 | static_cast<uint64_t>(sender) << 1 |
@@ -287,7 +288,7 @@ class Engine {
         send(d, op, o);
         return;
       case OpKind::kRecv: {
-        Channel& ch = channels_[channel_key(d, pipeline_peer(d, o.peer), o.pass)];
+        Channel& ch = channels_[channel_key(d, peer_of(d, o.peer_axis, o.peer), o.pass)];
         if (ch.arrived > 0) {
           --ch.arrived;
           end_op(d, op);
@@ -320,7 +321,7 @@ class Engine {
       id = static_cast<uint32_t>(transfers_.size());
       transfers_.emplace_back();
     }
-    const DeviceId dst = pipeline_peer(d, o.peer);
+    const DeviceId dst = peer_of(d, o.peer_axis, o.peer);
     transfers_[id] = Transfer{d, dst, op, o.pass};
     for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
       clocks_[x].advance(now_);

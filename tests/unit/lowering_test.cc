@@ -60,7 +60,10 @@ INSTANTIATE_TEST_SUITE_P(
                                "attention": "unfused", "sequence_parallel": true})"},
                       Case{"llama2-70b", kH100x16,
                            R"({"dp": 1, "tp": 4, "pp": 4, "zero": 2, "global_batch": 4, "seq_len": 1024,
-                               "schedule": "gpipe", "layers_per_stage": [19, 21, 21, 19]})"}),
+                               "schedule": "gpipe", "layers_per_stage": [19, 21, 21, 19]})"},
+                      Case{"llama3-8b", kH100x64,
+                           R"({"dp": 2, "tp": 4, "pp": 2, "cp": 4, "zero": 3, "global_batch": 4, "seq_len": 32768,
+                               "sequence_parallel": true})"}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string n = std::string(info.param.model) + "_" + std::to_string(info.index);
       for (char& ch : n) {
@@ -103,6 +106,27 @@ TEST(Memory, GptLayerActivationsAreKorthikanti34sbh) {
       R"({"model": "gpt3-175b", "cluster": "dgx-h100-64", "plan": {"dp": 8, "tp": 8, "sequence_parallel": true, "global_batch": 64, "seq_len": 2048}})",
       dropout);
   EXPECT_DOUBLE_EQ(static_cast<double>(layer_activation_bytes(u.model, u.plan)), 34.0 / 8 * sbh + lse / 8);
+}
+
+TEST(Memory, ContextParallelismSplitsActivations) {
+  const std::string base =
+      R"({"model": "llama3-8b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 32768}})";
+  const Scenario one = testing::scenario(base);
+  const Scenario four = testing::scenario(base, {{"plan.cp", "4"}, {"plan.dp", "16"}, {"plan.global_batch", "16"}});
+  EXPECT_EQ(layer_activation_bytes(one.model, one.plan), 4 * layer_activation_bytes(four.model, four.plan));
+}
+
+TEST(Lowering, RingAttentionPassesEveryKvBlockAround) {
+  // cp = 4: per layer and microbatch 3 sends forward and 3 backward.
+  const Scenario s = testing::scenario(
+      R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+          "plan": {"dp": 16, "cp": 4, "global_batch": 16, "seq_len": 32768}})");
+  const Program p = std::move(lower_training_step(s).stages[0]);
+  int sends = 0;
+  for (const Op& o : p.ops()) {
+    if (o.kind == OpKind::kSend && o.peer_axis == MeshAxis::kCp) ++sends;
+  }
+  EXPECT_EQ(sends, 32 * 2 * 3);
 }
 
 TEST(Lowering, TensorParallelAddsFourCollectivesPerLayerAndMicrobatch) {

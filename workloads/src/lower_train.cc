@@ -23,7 +23,9 @@ constexpr StreamId kTpS = TrainStreams::kTp;
 constexpr StreamId kGather = TrainStreams::kDpGather;
 constexpr StreamId kReduce = TrainStreams::kDpReduce;
 constexpr uint8_t kTpAxis = axis_bit(MeshAxis::kTp);
-constexpr uint8_t kDpAxis = axis_bit(MeshAxis::kDp);
+// Parameters are replicated over dp and cp: gradients reduce (and FSDP
+// shards) over both (Megatron-LM's context parallelism folds cp into dp).
+constexpr uint8_t kDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp);
 constexpr int64_t kAct = 2;  // activation bytes (bf16)
 constexpr OpId kNone = kNoOp;
 
@@ -33,7 +35,8 @@ class StageLowering {
   StageLowering(const Scenario& sc, const ChunkLayout& layout, int64_t stage)
       : m_(sc.model), p_(sc.plan), layout_(layout), stage_(stage) {
     t_ = p_.tp;
-    T_ = p_.microbatch_size * p_.seq_len;
+    cp_ = p_.cp;
+    T_ = p_.microbatch_size * p_.seq_len / cp_;  // tokens of this device's sequence shard
     Ts_ = p_.sequence_parallel ? T_ / t_ : T_;
     a_ = m_.heads / t_;
     kv_ = m_.kv_heads >= t_ ? m_.kv_heads / t_ : 1;
@@ -52,8 +55,10 @@ class StageLowering {
     head_params_ = vocab_rows + pc.final_norm;
     chunks_ = p_.chunks();
     v_chunks_ = p_.virtual_stages;
-    fsdp_ = p_.zero == 3 && p_.dp > 1;
-    for (const char* s : {"compute", "tp comm", "dp gather", "dp reduce", "pp send next", "pp send prev", "pp recv"}) {
+    shards_ = p_.dp * p_.cp;
+    fsdp_ = p_.zero == 3 && shards_ > 1;
+    for (const char* s : {"compute", "tp comm", "dp gather", "dp reduce", "pp send next", "pp send prev", "pp recv",
+                          "cp send", "cp recv"}) {
       b_.add_stream(s);
     }
     const auto nloc = static_cast<size_t>(v_chunks_);
@@ -143,7 +148,60 @@ class StageLowering {
   /// Causal attention over microbatch_size sequences of s tokens with a_
   /// local query heads and kv_ local KV heads.
   OpId attention(int32_t layer, Pass pass, OpId dep) {
+    if (cp_ > 1) return ring_attention(layer, pass, dep);
     return p_.fused_attention ? fused_attention(layer, pass, dep) : unfused_attention(layer, pass, dep);
+  }
+
+  /// Ring attention (Liu et al. 2023; Megatron-LM context parallelism): each
+  /// of the cp devices holds s/cp tokens (load-balanced halves, so causal work
+  /// is even) and computes its queries against every device's keys and
+  /// values in cp steps; while step i computes on one KV block, that block
+  /// is sent on to the next device and the next block arrives from the
+  /// previous one, so the transfer hides behind the attention compute.
+  /// Backward passes the KV blocks round again together with their dK, dV
+  /// partial sums. Each step is a fused attention kernel on an
+  /// s/cp x s/cp block doing 1/cp² of the causal work.
+  OpId ring_attention(int32_t layer, Pass pass, OpId dep) {
+    const bool backward = pass == Pass::kBackward;
+    const double s = static_cast<double>(p_.seq_len);
+    const double total =
+        2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) * s * (s + 1.0);
+    const double step_flops = (backward ? 2.0 : 1.0) * total / static_cast<double>(cp_ * cp_);
+    const int64_t kv_block = 2 * T_ * kv_ * d_ * kAct;  // K and V of one shard
+    const int64_t block_bytes = backward ? 2 * kv_block : kv_block;
+    const int64_t q = T_ * a_ * d_ * kAct;
+    OpId have = dep;  // the KV block this step works on
+    OpId x = dep;
+    for (int64_t i = 0; i < cp_; ++i) {
+      OpId next = kNone;
+      if (i + 1 < cp_) {
+        Op snd = base("cp send kv", layer, pass, TrainStreams::kCpSend);
+        snd.kind = OpKind::kSend;
+        snd.peer = 1;
+        snd.peer_axis = MeshAxis::kCp;
+        snd.comm_bytes = Bytes(block_bytes);
+        b_.add(snd, {have});
+        Op rcv = base("cp recv kv", layer, pass, TrainStreams::kCpRecv);
+        rcv.kind = OpKind::kRecv;
+        rcv.peer = -1;
+        rcv.peer_axis = MeshAxis::kCp;
+        rcv.comm_bytes = Bytes(block_bytes);
+        next = b_.add(rcv);
+      }
+      Op o = base("ring attention", layer, pass, kC);
+      o.compute = ComputeKind::kAttention;
+      o.batch = p_.microbatch_size;
+      o.m = T_ / p_.microbatch_size;
+      o.n = T_ / p_.microbatch_size;
+      o.k = a_ * d_;
+      o.flops = Flops(step_flops);
+      o.model_flops = o.flops * model_share(pass, 1.0);
+      o.bytes_read = Bytes(backward ? 3 * q + block_bytes : q + block_bytes);
+      o.bytes_written = Bytes(backward ? q + kv_block : q);
+      x = b_.add(o, {x, have});
+      have = next;
+    }
+    return x;
   }
 
   /// Fused (flash) attention: one kernel that reads q, k, v and writes the
@@ -496,7 +554,7 @@ class StageLowering {
   /// locally and reduce in the last microbatch only; zero 2 keeps only its
   /// gradient shard, so it reduce-scatters every microbatch (DeepSpeed).
   void reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
-    if (p_.dp == 1) return;
+    if (shards_ == 1) return;
     const int64_t grad_bytes = unit_params(u) * dtype_bytes(p_.grad_reduce_dtype);
     if (grad_bytes == 0) return;
     if (fsdp_) {
@@ -530,8 +588,8 @@ class StageLowering {
     for (int32_t c = 0; c < v_chunks_; ++c) {
       for (int64_t u : units(c)) params += unit_params(u);
     }
-    const bool sharded = p_.zero >= 1 && p_.dp > 1;
-    if (sharded) params = (params + p_.dp - 1) / p_.dp;
+    const bool sharded = p_.zero >= 1 && shards_ > 1;
+    if (sharded) params = (params + shards_ - 1) / shards_;
     Op o = base("adam", -1, Pass::kOptimizer, kC);
     o.compute = ComputeKind::kOptimizer;
     o.dtype = DType::kFp32;
@@ -557,6 +615,8 @@ class StageLowering {
   ProgramBuilder b_;
   int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_, w_;
   int64_t chunks_ = 1;
+  int64_t cp_ = 1;
+  int64_t shards_ = 1;  // data-parallel replicas of the parameters: dp·cp
   int32_t v_chunks_ = 1;
   bool fsdp_ = false;
   int64_t layer_params_ = 0, embed_params_ = 0, head_params_ = 0;

@@ -34,7 +34,7 @@ namespace {
 /// Bytes of one layer's saved tensors when nothing is recomputed.
 int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores) {
   const int64_t t = p.tp;
-  const int64_t T = p.microbatch_size * p.seq_len;
+  const int64_t T = p.microbatch_size * p.seq_len / p.cp;  // this device's sequence shard
   const int64_t a = m.heads / t;
   const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
   const int64_t d = m.head_dim;
@@ -70,7 +70,7 @@ int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores) {
 int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p) {
   switch (p.recompute) {
     case Recompute::kFull: {
-      const int64_t T = p.microbatch_size * p.seq_len;
+      const int64_t T = p.microbatch_size * p.seq_len / p.cp;
       return 2 * (p.sequence_parallel ? T / p.tp : T) * m.hidden;
     }
     case Recompute::kSelective:
@@ -104,11 +104,13 @@ MemoryReport training_memory(const Scenario& s) {
   const int64_t embed =
       (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
   const int64_t head = vocab_rows + pc.final_norm;
-  const bool fsdp = p.zero == 3 && p.dp > 1;
-  auto shard = [&](int64_t x, bool sharded) { return sharded ? (x + p.dp - 1) / p.dp : x; };
+  // Parameters are replicated over dp and cp; ZeRO shards over both.
+  const int64_t shards = p.dp * p.cp;
+  const bool fsdp = p.zero == 3 && shards > 1;
+  auto shard = [&](int64_t x, bool sharded) { return sharded ? (x + shards - 1) / shards : x; };
   const ChunkLayout layout = chunk_layout(m, p);
   const int64_t per_layer_act = layer_activation_bytes(m, p);
-  const int64_t T = p.microbatch_size * p.seq_len;
+  const int64_t T = p.microbatch_size * p.seq_len / p.cp;
   // While a layer is recomputed, its full activations exist once.
   const int64_t recompute_extra = p.recompute == Recompute::kFull ? full_layer_bytes(m, p, !p.fused_attention) : 0;
 
@@ -132,15 +134,16 @@ MemoryReport training_memory(const Scenario& s) {
     r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
     auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
     add("weights", 2 * shard(params, fsdp));
-    add("gradients", dtype_bytes(p.grad_reduce_dtype) * shard(params, p.zero >= 2 && p.dp > 1));
-    add("optimizer_state", 12 * shard(params, p.zero >= 1 && p.dp > 1));
+    add("gradients", dtype_bytes(p.grad_reduce_dtype) * shard(params, p.zero >= 2 && shards > 1));
+    add("optimizer_state", 12 * shard(params, p.zero >= 1 && shards > 1));
     add("activations", peak_in_flight_bytes(p, stage, chunk_act) + recompute_extra);
     // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
     add("logits", has_head ? T * (padded_vocab(m, t) / t) * (2 + 4) : 0);
     int64_t buffers = 0;
     if (fsdp) buffers += int64_t{4} * std::max({layer, embed, head});  // two gathered units, 2 B each
-    if (!fsdp && p.dp > 1) buffers += 2 * p.grad_bucket_bytes;         // DDP buckets in flight
+    if (!fsdp && shards > 1) buffers += 2 * p.grad_bucket_bytes;       // DDP buckets in flight
     if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
+    if (p.cp > 1) buffers += 2 * 2 * 2 * T * kv * m.head_dim * 2;  // ring attention: two K,V(+dK,dV) blocks
     add("comm_buffers", buffers);
     for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
     r.fits = r.peak_bytes_per_device <= r.capacity_bytes;

@@ -336,7 +336,13 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
 
   // Cross-field checks.
   auto s = [](int64_t x) { return std::to_string(x); };
-  if (p.cp > 1) r.fail("cp", "context parallelism (cp > 1) is not supported yet; use cp = 1");
+  if (p.cp > 1) {
+    if (p.seq_len % (2 * p.cp) != 0) {
+      r.fail("cp", "cp (" + s(p.cp) + ") needs seq_len (" + s(p.seq_len) +
+                       ") to split into 2·cp equal chunks (load-balanced causal ring attention)");
+    }
+    if (!p.fused_attention) r.fail("cp", "ring attention (cp > 1) needs \"attention\": \"fused\"");
+  }
   if (p.ep > 1) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
   if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     r.fail("matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak");
@@ -346,8 +352,9 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
     r.fail("tp", "tp (" + s(p.tp) + ") and kv_heads (" + s(m.kv_heads) + ") must divide one another");
   }
   if (m.ffn_hidden % p.tp != 0) r.fail("tp", "tp (" + s(p.tp) + ") must divide ffn_hidden (" + s(m.ffn_hidden) + ")");
-  if (p.sequence_parallel && p.seq_len % p.tp != 0) {
-    r.fail("seq_len", "with sequence_parallel, tp (" + s(p.tp) + ") must divide seq_len (" + s(p.seq_len) + ")");
+  if (p.sequence_parallel && (p.seq_len / p.cp) % p.tp != 0) {
+    r.fail("seq_len", "with sequence_parallel, tp (" + s(p.tp) + ") must divide the tokens per cp rank (" +
+                          s(p.seq_len / p.cp) + ")");
   }
   __int128 prod = static_cast<__int128>(p.dp) * p.tp * p.pp * p.cp;
   if (prod != c.devices) {

@@ -65,10 +65,11 @@ struct Op {
   Bytes bytes_written{0};   ///< HBM bytes written
   Bytes comm_bytes{0};      ///< collective: buffer size as nccl-tests' "size"
   int64_t m = 0, n = 0, k = 0, batch = 1;
-  /// send / recv: the peer's pipeline stage relative to this one (+1 next,
-  /// -1 previous, wrapping around the pipeline). A transfer is matched by
-  /// order on its (sender, receiver, pass) channel.
+  /// send / recv: the peer's coordinate on `peer_axis` relative to this
+  /// device's (+1 next, -1 previous, wrapping around). A transfer is matched
+  /// by order on its (sender, receiver, forward-or-not) channel.
   int8_t peer = 0;
+  MeshAxis peer_axis = MeshAxis::kPp;
 };
 
 /// An immutable per-device program. Dependencies and successors are stored as

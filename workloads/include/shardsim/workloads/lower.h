@@ -18,6 +18,8 @@ struct TrainStreams {
   static constexpr StreamId kSendNext = 4;  ///< pipeline sends to the next stage
   static constexpr StreamId kSendPrev = 5;  ///< pipeline sends to the previous stage
   static constexpr StreamId kRecv = 6;      ///< pipeline receives
+  static constexpr StreamId kCpSend = 7;    ///< ring-attention sends (context parallelism)
+  static constexpr StreamId kCpRecv = 8;    ///< ring-attention receives
 };
 
 /// How the layers are cut into pipeline chunks: chunk g (0..pp·v-1) holds
