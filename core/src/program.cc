@@ -112,6 +112,8 @@ std::string_view to_string(MeshAxis a) {
       return "pp";
     case MeshAxis::kDp:
       return "dp";
+    case MeshAxis::kEp:
+      return "ep";
   }
   return "?";
 }

@@ -63,6 +63,15 @@ INSTANTIATE_TEST_SUITE_P(
                                "schedule": "gpipe", "layers_per_stage": [19, 21, 21, 19]})"},
                       Case{"llama3-8b", kH100x64,
                            R"({"dp": 2, "tp": 4, "pp": 2, "cp": 4, "zero": 3, "global_batch": 4, "seq_len": 32768,
+                               "sequence_parallel": true})"},
+                      Case{"mixtral-8x7b", kH100x64,
+                           R"({"dp": 16, "tp": 2, "pp": 2, "ep": 8, "zero": 1, "global_batch": 32, "seq_len": 4096,
+                               "sequence_parallel": true})"},
+                      Case{"deepseek-v3", kH100x64,
+                           R"({"dp": 32, "pp": 2, "ep": 32, "zero": 1, "global_batch": 32, "seq_len": 4096,
+                               "layers_per_stage": [31, 30]})"},
+                      Case{"mixtral-8x22b", kH100x64,
+                           R"({"dp": 8, "tp": 8, "ep": 8, "zero": 3, "global_batch": 8, "seq_len": 2048,
                                "sequence_parallel": true})"}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string n = std::string(info.param.model) + "_" + std::to_string(info.index);
@@ -78,12 +87,35 @@ TEST(Params, MatchPublishedSizes) {
     const Scenario s =
         testing::scenario(std::string(R"({"model": ")") + name +
                           R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
-    return static_cast<double>(count_params(s.model).total(s.model.layers));
+    return static_cast<double>(count_params(s.model).total());
   };
   EXPECT_NEAR(total("llama3-8b") / 1e9, 8.03, 0.01);
   EXPECT_NEAR(total("llama3-70b") / 1e9, 70.55, 0.05);
   EXPECT_NEAR(total("llama3-405b") / 1e9, 405.8, 0.2);
   EXPECT_NEAR(total("gpt3-175b") / 1e9, 174.6, 0.3);
+  // Mixtral 8x7B: 46.7B parameters, 12.9B active; DeepSeek-V3: 671B, 37B.
+  EXPECT_NEAR(total("mixtral-8x7b") / 1e9, 46.7, 0.1);
+  EXPECT_NEAR(total("deepseek-v3") / 1e9, 671.0, 3.0);
+  auto active = [](const char* name) {
+    const Scenario s = testing::scenario(std::string(R"({"model": ")") + name +
+                                         R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
+    const ParamCount pc = count_params(s.model);
+    return static_cast<double>(pc.matmul() + pc.embedding);
+  };
+  EXPECT_NEAR(active("mixtral-8x7b") / 1e9, 12.9, 0.1);
+  EXPECT_NEAR(active("deepseek-v3") / 1e9, 37.0, 1.0);
+}
+
+TEST(Memory, ExpertParallelismSplitsExpertWeights) {
+  const std::string base =
+      R"({"model": "mixtral-8x7b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 4096}})";
+  auto weights = [&](const char* ep) {
+    const MemoryReport r = training_memory(testing::scenario(base, {{"plan.ep", ep}}));
+    return r.components[0].bytes;  // weights
+  };
+  const ParamCount pc = count_params(testing::scenario(base).model);
+  // Going from ep 1 to ep 8 leaves one of the eight experts per device.
+  EXPECT_EQ(weights("1") - weights("8"), 2 * 32 * 7 * pc.expert);
 }
 
 TEST(Memory, GptLayerActivationsAreKorthikanti34sbh) {

@@ -4,8 +4,15 @@
 
 namespace shardsim {
 
-Mesh::Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order)
-    : sizes_(sizes), order_(order) {
+Mesh::Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order, int64_t ep) {
+  for (int a = 0; a < kNumMeshAxes; ++a) sizes_[static_cast<size_t>(a)] = sizes[static_cast<size_t>(a)];
+  sizes_[idx(MeshAxis::kEp)] = ep;
+  sizes_[idx(MeshAxis::kDp)] /= ep;
+  size_t i = 0;
+  for (MeshAxis a : order) {
+    if (a == MeshAxis::kDp) order_[i++] = MeshAxis::kEp;
+    order_[i++] = a;
+  }
   int64_t stride = 1;
   for (MeshAxis a : order_) {
     strides_[idx(a)] = stride;
@@ -16,7 +23,7 @@ Mesh::Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMes
 
 int64_t Mesh::group_size(uint8_t axes) const {
   int64_t n = 1;
-  for (int a = 0; a < kNumMeshAxes; ++a) {
+  for (int a = 0; a < kNumMeshAxesWithEp; ++a) {
     if (axes & (1u << a)) n *= sizes_[static_cast<size_t>(a)];
   }
   return n;
@@ -25,12 +32,12 @@ int64_t Mesh::group_size(uint8_t axes) const {
 void Mesh::group_members(int64_t device, uint8_t axes, std::vector<uint32_t>& out) const {
   // Base: the device with its coordinates on the group's axes set to zero.
   int64_t base = device;
-  for (int a = 0; a < kNumMeshAxes; ++a) {
+  for (int a = 0; a < kNumMeshAxesWithEp; ++a) {
     if (axes & (1u << a)) base -= coord(device, static_cast<MeshAxis>(a)) * strides_[static_cast<size_t>(a)];
   }
   const size_t first = out.size();
   out.push_back(static_cast<uint32_t>(base));
-  for (int a = 0; a < kNumMeshAxes; ++a) {
+  for (int a = 0; a < kNumMeshAxesWithEp; ++a) {
     if (!(axes & (1u << a))) continue;
     const size_t n = out.size() - first;
     for (int64_t c = 1; c < sizes_[static_cast<size_t>(a)]; ++c) {

@@ -3,7 +3,9 @@
 namespace shardsim {
 
 // Model FLOPs of one training step, all devices together.
-//   matmuls: each weight of N_matmul does 2 FLOPs per token forward and 4
+//   matmuls: each weight of N_matmul (for a mixture of experts, the weights
+//   a token activates: router, top_k routed and the shared experts) does 2
+//   FLOPs per token forward and 4
 //   backward (activation and weight gradient): 6·N_matmul·tokens (Kaplan et
 //   al. 2020; Narayanan et al. 2021, appendix).
 //   attention: causal, so a sequence of s tokens has s(s+1)/2 query-key pairs;
@@ -14,7 +16,7 @@ double closed_form_model_flops(const ModelSpec& m, const Plan& p) {
   const ParamCount pc = count_params(m);
   const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
   const double s = static_cast<double>(p.seq_len);
-  const double matmul = 6.0 * static_cast<double>(pc.matmul(m.layers)) * tokens;
+  const double matmul = 6.0 * static_cast<double>(pc.matmul()) * tokens;
   const double attention =
       6.0 * static_cast<double>(m.layers) * static_cast<double>(m.heads * m.head_dim) * (s + 1.0) * tokens;
   return matmul + attention;

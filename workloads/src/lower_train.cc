@@ -10,6 +10,8 @@
 // causal attention count for attention; HBM bytes are what the kernel must
 // read and write at its dtype.
 #include <algorithm>
+#include <cmath>
+#include <utility>
 #include <vector>
 
 #include "shardsim/core/error.h"
@@ -25,7 +27,11 @@ constexpr StreamId kReduce = TrainStreams::kDpReduce;
 constexpr uint8_t kTpAxis = axis_bit(MeshAxis::kTp);
 // Parameters are replicated over dp and cp: gradients reduce (and FSDP
 // shards) over both (Megatron-LM's context parallelism folds cp into dp).
-constexpr uint8_t kDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp);
+constexpr uint8_t kDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp) | axis_bit(MeshAxis::kEp);
+// Experts are replicated only over the data-parallel ranks outside ep.
+constexpr uint8_t kExpertDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp);
+constexpr uint8_t kEpAxis = axis_bit(MeshAxis::kEp);
+constexpr StreamId kEpS = TrainStreams::kEp;
 constexpr int64_t kAct = 2;  // activation bytes (bf16)
 constexpr OpId kNone = kNoOp;
 
@@ -48,7 +54,16 @@ class StageLowering {
     vocab_model_ = static_cast<double>(m_.vocab) / static_cast<double>(padded_vocab(m_, t_));
     w_ = dtype_bytes(p_.matmul_dtype);
     const ParamCount pc = count_params(m_);
-    layer_params_ = h_ * a_ * d_ + 2 * h_ * kv_ * d_ + a_ * d_ * h_ + (up_n_ + f_) * h_ + pc.per_layer_other;
+    const int64_t attention = h_ * a_ * d_ + 2 * h_ * kv_ * d_ + a_ * d_ * h_;
+    layer_params_ = attention + (up_n_ + f_) * h_ + pc.per_layer_other;
+    if (m_.is_moe()) {
+      // Experts are not split over tp (each tp rank routes its own
+      // sequence-parallel tokens); the router and shared experts are
+      // replicated over tp.
+      local_experts_ = m_.moe.experts / p_.ep;
+      moe_dense_params_ = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
+      moe_expert_params_ = local_experts_ * pc.expert;
+    }
     const int64_t vocab_rows = v_ * h_;  // this rank's padded slice
     embed_params_ =
         (m_.tied_embeddings ? 0 : vocab_rows) + (m_.position == PositionKind::kLearned ? p_.seq_len * h_ : 0);
@@ -56,9 +71,10 @@ class StageLowering {
     chunks_ = p_.chunks();
     v_chunks_ = p_.virtual_stages;
     shards_ = p_.dp * p_.cp;
+    expert_shards_ = shards_ / p_.ep;
     fsdp_ = p_.zero == 3 && shards_ > 1;
     for (const char* s : {"compute", "tp comm", "dp gather", "dp reduce", "pp send next", "pp send prev", "pp recv",
-                          "cp send", "cp recv"}) {
+                          "cp send", "cp recv", "ep comm"}) {
       b_.add_stream(s);
     }
     const auto nloc = static_cast<size_t>(v_chunks_);
@@ -95,11 +111,14 @@ class StageLowering {
     if (last_chunk(local)) u.push_back(kHeadUnit);
     return u;
   }
+  /// Parameters of a unit replicated over every data-parallel rank.
   int64_t unit_params(int64_t u) const {
     if (u == kEmbedUnit) return embed_params_;
     if (u == kHeadUnit) return head_params_;
-    return layer_params_;
+    return m_.is_moe_layer(u) ? moe_dense_params_ : layer_params_;
   }
+  /// Expert parameters of a unit on this device (replicated over dp / ep).
+  int64_t unit_expert_params(int64_t u) const { return u >= 0 && m_.is_moe_layer(u) ? moe_expert_params_ : 0; }
   static int32_t unit_layer(int64_t u) { return u >= 0 ? static_cast<int32_t>(u) : -1; }
 
   // ---- op helpers --------------------------------------------------------------
@@ -330,10 +349,20 @@ class StageLowering {
   }
 
   // ---- FSDP parameter gathers ---------------------------------------------------
+  /// The expert gather follows the dense one on the same stream, so the
+  /// returned (last) op implies both.
   OpId gather(int64_t unit, Pass pass, OpId after) {
-    if (!fsdp_ || unit_params(unit) == 0) return kNone;
-    return collective(CollectiveKind::kAllGather, kDpAxis, kGather, "fsdp all-gather", unit_layer(unit), pass,
-                      unit_params(unit) * kAct, DType::kBf16, {after});
+    if (!fsdp_) return kNone;
+    OpId last = kNone;
+    if (unit_params(unit) > 0) {
+      last = collective(CollectiveKind::kAllGather, kDpAxis, kGather, "fsdp all-gather", unit_layer(unit), pass,
+                        unit_params(unit) * kAct, DType::kBf16, {after});
+    }
+    if (unit_expert_params(unit) > 0 && expert_shards_ > 1) {
+      last = collective(CollectiveKind::kAllGather, kExpertDpAxis, kGather, "fsdp expert all-gather",
+                        unit_layer(unit), pass, unit_expert_params(unit) * kAct, DType::kBf16, {after});
+    }
+    return last;
   }
 
   // ---- layers ----------------------------------------------------------------------
@@ -382,6 +411,7 @@ class StageLowering {
     x = row_parallel_out("attn all-reduce", L, pass, x);
     x = residual(L, pass, x);
     x = b_.add(norm_op("mlp norm", L, pass), {x});
+    if (m_.is_moe_layer(L)) return residual(L, pass, moe_forward(L, pass, x));
     x = column_parallel_in("mlp all-gather", L, pass, x);
     x = matmul("mlp up", L, pass, T_, up_n_, h_, {x});
     x = act_op(L, pass, x);
@@ -405,14 +435,20 @@ class StageLowering {
     OpId recomputed = kNone;
     if (p_.recompute == Recompute::kFull) recomputed = layer_forward(L, Pass::kRecompute, {cur, weights});
     // MLP block.
-    OpId x = row_parallel_grad("mlp grad all-gather", L, cur);
-    OpId dg = matmul("mlp down dgrad", L, Pass::kBackward, T_, f_, h_, {x, weights, recomputed});
-    matmul("mlp down wgrad", L, Pass::kBackward, f_, h_, T_, {x});
-    x = act_op(L, Pass::kBackward, dg);
-    dg = matmul("mlp up dgrad", L, Pass::kBackward, T_, h_, up_n_, {x});
-    OpId wg = matmul("mlp up wgrad", L, Pass::kBackward, h_, up_n_, T_, {x});
-    x = column_parallel_grad("mlp grad all-reduce", L, dg);
-    x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
+    OpId x, dg, wg;
+    if (m_.is_moe_layer(L)) {
+      x = moe_backward(L, cur, weights, recomputed, wg);
+      x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
+    } else {
+      x = row_parallel_grad("mlp grad all-gather", L, cur);
+      dg = matmul("mlp down dgrad", L, Pass::kBackward, T_, f_, h_, {x, weights, recomputed});
+      matmul("mlp down wgrad", L, Pass::kBackward, f_, h_, T_, {x});
+      x = act_op(L, Pass::kBackward, dg);
+      dg = matmul("mlp up dgrad", L, Pass::kBackward, T_, h_, up_n_, {x});
+      wg = matmul("mlp up wgrad", L, Pass::kBackward, h_, up_n_, T_, {x});
+      x = column_parallel_grad("mlp grad all-reduce", L, dg);
+      x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
+    }
     x = residual(L, Pass::kBackward, x);
     // Attention block.
     x = row_parallel_grad("attn grad all-gather", L, x);
@@ -432,6 +468,106 @@ class StageLowering {
     x = b_.add(norm_op("attn norm", L, Pass::kBackward), {x, wg});
     wgrad = wg;
     return residual(L, Pass::kBackward, x);
+  }
+
+  // ---- mixture of experts ---------------------------------------------------------------
+  // Each device routes its own tokens (the sequence-parallel shard when tp >
+  // 1): a router matmul and top-k, a permutation into per-expert buffers of
+  // capacity_factor · tokens · top_k / experts slots, an all-to-all over ep
+  // to the devices holding the experts (dispatch), the local experts as one
+  // grouped SwiGLU matmul, an all-to-all back (combine) and the weighted
+  // un-permutation (Lepikhin et al. 2020, GShard; Megatron-LM's MoE layer).
+  // Shared experts see every token and run during the dispatch.
+  int64_t moe_slots() const {
+    const double routed = static_cast<double>(Ts_ * m_.moe.top_k);
+    return static_cast<int64_t>(std::ceil(routed * m_.moe.capacity_factor));
+  }
+  /// Token slots each local expert processes (balanced routing).
+  int64_t slots_per_expert() const {
+    return std::max<int64_t>(1, (moe_slots() * p_.ep + m_.moe.experts - 1) / m_.moe.experts);
+  }
+  /// Grouped matmul over the local experts; padding slots are not model work.
+  OpId experts_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
+                      std::initializer_list<OpId> deps) {
+    Op o = base(name, L, pass, kC);
+    o.compute = ComputeKind::kMatmul;
+    o.dtype = p_.matmul_dtype;
+    o.batch = local_experts_;
+    o.m = m;
+    o.n = n;
+    o.k = k;
+    o.flops = Flops(2.0 * static_cast<double>(local_experts_) * static_cast<double>(m) * static_cast<double>(n) *
+                    static_cast<double>(k));
+    const double useful = static_cast<double>(Ts_ * m_.moe.top_k) /
+                          static_cast<double>(slots_per_expert() * m_.moe.experts / p_.ep);
+    o.model_flops = o.flops * model_share(pass, std::min(1.0, useful));
+    o.bytes_read = Bytes(local_experts_ * (m * k + k * n) * w_);
+    o.bytes_written = Bytes(local_experts_ * m * n * kAct);
+    return b_.add(o, deps);
+  }
+  OpId all_to_all(std::string_view name, int32_t L, Pass pass, OpId dep) {
+    if (p_.ep == 1) return dep;
+    return collective(CollectiveKind::kAllToAll, kEpAxis, kEpS, name, L, pass, moe_slots() * h_ * kAct,
+                      DType::kBf16, {dep});
+  }
+
+  OpId moe_forward(int32_t L, Pass pass, OpId x) {
+    const int64_t E = m_.moe.experts, k = m_.moe.top_k, fe = m_.moe.expert_ffn_hidden;
+    const int64_t slots = moe_slots(), me = slots_per_expert();
+    OpId r = matmul("router", L, pass, Ts_, E, h_, {x});
+    r = memop(ComputeKind::kSoftmax, "router top-k", L, pass, Ts_ * E, Ts_ * E * kAct, Ts_ * k * 8, 4, {r});
+    OpId y = memop(ComputeKind::kElementwise, "moe permute", L, pass, slots * h_, Ts_ * h_ * kAct,
+                   slots * h_ * kAct, 0, {r});
+    y = all_to_all("moe dispatch", L, pass, y);
+    OpId shared = kNone;
+    if (m_.moe.shared_experts > 0) {
+      const int64_t fs = m_.moe.shared_experts * fe;
+      shared = matmul("shared experts up", L, pass, Ts_, 2 * fs, h_, {x});
+      shared = memop(ComputeKind::kElementwise, "swiglu", L, pass, Ts_ * fs, 2 * Ts_ * fs * kAct, Ts_ * fs * kAct, 8,
+                     {shared});
+      shared = matmul("shared experts down", L, pass, Ts_, h_, fs, {shared});
+    }
+    y = experts_matmul("experts up", L, pass, me, 2 * fe, h_, {y});
+    const int64_t e = local_experts_ * me * fe;
+    y = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 2 * e * kAct, e * kAct, 8, {y});
+    y = experts_matmul("experts down", L, pass, me, h_, fe, {y});
+    y = all_to_all("moe combine", L, pass, y);
+    return memop(ComputeKind::kElementwise, "moe unpermute", L, pass, Ts_ * h_, slots * h_ * kAct + Ts_ * k * 4,
+                 Ts_ * h_ * kAct, static_cast<double>(k), {y, shared});
+  }
+
+  /// Backward of the MoE block from the gradient at its output; `wgrad` is
+  /// set to its last weight-gradient op.
+  OpId moe_backward(int32_t L, OpId cur, OpId weights, OpId recomputed, OpId& wgrad) {
+    const Pass pass = Pass::kBackward;
+    const int64_t E = m_.moe.experts, k = m_.moe.top_k, fe = m_.moe.expert_ffn_hidden;
+    const int64_t slots = moe_slots(), me = slots_per_expert();
+    OpId y = memop(ComputeKind::kElementwise, "moe unpermute", L, pass, slots * h_, Ts_ * h_ * kAct + Ts_ * k * 4,
+                   slots * h_ * kAct, 1, {cur, weights, recomputed});
+    y = all_to_all("moe combine", L, pass, y);
+    OpId shared = kNone;
+    if (m_.moe.shared_experts > 0) {
+      const int64_t fs = m_.moe.shared_experts * fe;
+      shared = matmul("shared experts down dgrad", L, pass, Ts_, fs, h_, {cur});
+      matmul("shared experts down wgrad", L, pass, fs, h_, Ts_, {cur});
+      shared = memop(ComputeKind::kElementwise, "swiglu", L, pass, Ts_ * fs, 3 * Ts_ * fs * kAct,
+                     2 * Ts_ * fs * kAct, 12, {shared});
+      const OpId sd = matmul("shared experts up dgrad", L, pass, Ts_, h_, 2 * fs, {shared});
+      matmul("shared experts up wgrad", L, pass, h_, 2 * fs, Ts_, {shared});
+      shared = sd;
+    }
+    OpId dg = experts_matmul("experts down dgrad", L, pass, me, fe, h_, {y});
+    experts_matmul("experts down wgrad", L, pass, fe, h_, me, {y});
+    const int64_t e = local_experts_ * me * fe;
+    dg = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 3 * e * kAct, 2 * e * kAct, 12, {dg});
+    const OpId up_dg = experts_matmul("experts up dgrad", L, pass, me, h_, 2 * fe, {dg});
+    experts_matmul("experts up wgrad", L, pass, h_, 2 * fe, me, {dg});
+    y = all_to_all("moe dispatch", L, pass, up_dg);
+    y = memop(ComputeKind::kElementwise, "moe permute", L, pass, Ts_ * h_, slots * h_ * kAct, Ts_ * h_ * kAct, 1, {y});
+    const OpId rd = matmul("router dgrad", L, pass, Ts_, h_, E, {y});
+    wgrad = matmul("router wgrad", L, pass, h_, E, Ts_, {y});
+    return memop(ComputeKind::kElementwise, "moe grad sum", L, pass, Ts_ * h_, 3 * Ts_ * h_ * kAct, Ts_ * h_ * kAct, 2,
+                 {rd, shared});
   }
 
   // ---- forward of one chunk for one microbatch ----------------------------------------
@@ -554,29 +690,45 @@ class StageLowering {
   /// locally and reduce in the last microbatch only; zero 2 keeps only its
   /// gradient shard, so it reduce-scatters every microbatch (DeepSpeed).
   void reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
-    if (shards_ == 1) return;
-    const int64_t grad_bytes = unit_params(u) * dtype_bytes(p_.grad_reduce_dtype);
-    if (grad_bytes == 0) return;
+    reduce_group(dense_, unit_params(u), kDpAxis, shards_, u, wgrad, last_microbatch);
+    reduce_group(expert_, unit_expert_params(u), kExpertDpAxis, expert_shards_, u, wgrad, last_microbatch);
+  }
+  /// A gradient bucket of one parameter group (dense, or experts, which are
+  /// replicated over fewer ranks).
+  struct Bucket {
+    int64_t bytes = 0;
+    int64_t params = 0;
+    OpId dep = kNone;
+    std::vector<int64_t> flushed;  // parameters per bucket of the last microbatch
+  };
+  void reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_t replicas, int64_t u, OpId wgrad,
+                    bool last_microbatch) {
+    if (replicas == 1 || params == 0) return;
+    const int64_t grad_bytes = params * dtype_bytes(p_.grad_reduce_dtype);
     if (fsdp_) {
-      collective(CollectiveKind::kReduceScatter, kDpAxis, kReduce, "fsdp reduce-scatter", unit_layer(u),
+      collective(CollectiveKind::kReduceScatter, axes, kReduce, "fsdp reduce-scatter", unit_layer(u),
                  Pass::kBackward, grad_bytes, p_.grad_reduce_dtype, {wgrad});
       return;
     }
     if (!last_microbatch && p_.zero != 2) return;
-    bucket_bytes_ += grad_bytes;
-    bucket_params_ += unit_params(u);
-    bucket_dep_ = wgrad;
-    if (bucket_bytes_ >= p_.grad_bucket_bytes) flush_bucket();
+    b.bytes += grad_bytes;
+    b.params += params;
+    b.dep = wgrad;
+    if (b.bytes >= p_.grad_bucket_bytes) flush(b, axes);
+  }
+  void flush(Bucket& b, uint8_t axes) {
+    if (b.bytes == 0) return;
+    const bool sharded = p_.zero >= 1;
+    collective(sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, axes, kReduce,
+               sharded ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, b.bytes,
+               p_.grad_reduce_dtype, {b.dep});
+    if (record_buckets_) b.flushed.push_back(b.params);
+    b.bytes = 0;
+    b.params = 0;
   }
   void flush_bucket() {
-    if (bucket_bytes_ == 0) return;
-    const bool sharded = p_.zero >= 1;
-    collective(sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, kDpAxis, kReduce,
-               sharded ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, bucket_bytes_,
-               p_.grad_reduce_dtype, {bucket_dep_});
-    if (record_buckets_) bucket_sizes_.push_back(bucket_params_);
-    bucket_bytes_ = 0;
-    bucket_params_ = 0;
+    flush(dense_, kDpAxis);
+    flush(expert_, kExpertDpAxis);
   }
 
   /// Adam with fp32 master weights, first and second moments: per parameter
@@ -584,12 +736,16 @@ class StageLowering {
   /// and the bf16 weight. ZeRO-1/2 then all-gather the updated bf16 weights
   /// in the gradient buckets.
   void optimizer() {
-    int64_t params = 0;
+    int64_t dense = 0, experts = 0;
     for (int32_t c = 0; c < v_chunks_; ++c) {
-      for (int64_t u : units(c)) params += unit_params(u);
+      for (int64_t u : units(c)) {
+        dense += unit_params(u);
+        experts += unit_expert_params(u);
+      }
     }
     const bool sharded = p_.zero >= 1 && shards_ > 1;
-    if (sharded) params = (params + shards_ - 1) / shards_;
+    auto shard = [&](int64_t x, int64_t n) { return sharded ? (x + n - 1) / n : x; };
+    const int64_t params = shard(dense, shards_) + shard(experts, expert_shards_);
     Op o = base("adam", -1, Pass::kOptimizer, kC);
     o.compute = ComputeKind::kOptimizer;
     o.dtype = DType::kFp32;
@@ -600,9 +756,11 @@ class StageLowering {
     o.bytes_written = Bytes(params * (12 + 2));
     const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
     if (!sharded || fsdp_) return;
-    for (int64_t bucket : bucket_sizes_) {
-      collective(CollectiveKind::kAllGather, kDpAxis, kGather, "param all-gather", -1, Pass::kOptimizer,
-                 bucket * kAct, DType::kBf16, {adam});
+    for (const auto& [bucket, axes] : {std::pair{&dense_, kDpAxis}, std::pair{&expert_, kExpertDpAxis}}) {
+      for (int64_t params_in_bucket : bucket->flushed) {
+        collective(CollectiveKind::kAllGather, axes, kGather, "param all-gather", -1, Pass::kOptimizer,
+                   params_in_bucket * kAct, DType::kBf16, {adam});
+      }
     }
   }
 
@@ -616,18 +774,17 @@ class StageLowering {
   int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_, w_;
   int64_t chunks_ = 1;
   int64_t cp_ = 1;
-  int64_t shards_ = 1;  // data-parallel replicas of the parameters: dp·cp
+  int64_t shards_ = 1;         // data-parallel replicas of the dense parameters: dp·cp
+  int64_t expert_shards_ = 1;  // replicas of the expert parameters: dp·cp / ep
+  int64_t local_experts_ = 0, moe_dense_params_ = 0, moe_expert_params_ = 0;
   int32_t v_chunks_ = 1;
   bool fsdp_ = false;
   int64_t layer_params_ = 0, embed_params_ = 0, head_params_ = 0;
   double vocab_model_ = 1.0;  // model share of the padded vocabulary
   int32_t mb_ = 0;
   std::vector<std::vector<OpId>> fwd_end_;  // [chunk][microbatch]
-  int64_t bucket_bytes_ = 0;
-  int64_t bucket_params_ = 0;
-  OpId bucket_dep_ = kNone;
-  std::vector<int64_t> bucket_sizes_;  // parameters per bucket of the last microbatch
-  bool record_buckets_ = false;
+  Bucket dense_, expert_;
+  bool record_buckets_ = false;  // flushed buckets feed the ZeRO-1/2 parameter all-gathers
 };
 
 }  // namespace

@@ -32,7 +32,7 @@ namespace shardsim {
 namespace {
 
 /// Bytes of one layer's saved tensors when nothing is recomputed.
-int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores) {
+int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores, bool moe_layer) {
   const int64_t t = p.tp;
   const int64_t T = p.microbatch_size * p.seq_len / p.cp;  // this device's sequence shard
   const int64_t a = m.heads / t;
@@ -50,7 +50,16 @@ int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores) {
   bytes += 2 * rep * h;                // MLP norm input
   bytes += 2 * rep * h;                // MLP input (norm output)
   if (m.dropout) bytes += 2 * rep * h;  // two hidden dropout masks, 1 B per element each
-  if (m.mlp == MlpKind::kGelu) {
+  if (moe_layer) {
+    // Router probabilities, the permuted tokens in their capacity slots, and
+    // each slot's gate/up outputs and SwiGLU output; shared experts as a
+    // dense SwiGLU MLP over this device's tokens.
+    const int64_t fe = m.moe.expert_ffn_hidden;
+    const auto slots = static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor);
+    bytes += 2 * rep * m.moe.experts;
+    bytes += 2 * slots * h + int64_t{4} * slots * fe + 2 * slots * fe;
+    bytes += m.moe.shared_experts * (int64_t{4} * rep * fe + 2 * rep * fe);
+  } else if (m.mlp == MlpKind::kGelu) {
     bytes += 2 * T * f;  // GeLU input
     bytes += 2 * T * f;  // GeLU output (down input)
   } else {
@@ -67,18 +76,18 @@ int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores) {
 
 }  // namespace
 
-int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p) {
+int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p, bool moe_layer) {
   switch (p.recompute) {
     case Recompute::kFull: {
       const int64_t T = p.microbatch_size * p.seq_len / p.cp;
       return 2 * (p.sequence_parallel ? T / p.tp : T) * m.hidden;
     }
     case Recompute::kSelective:
-      return full_layer_bytes(m, p, false);
+      return full_layer_bytes(m, p, false, moe_layer);
     case Recompute::kNone:
       break;
   }
-  return full_layer_bytes(m, p, !p.fused_attention);
+  return full_layer_bytes(m, p, !p.fused_attention, moe_layer);
 }
 
 int64_t peak_in_flight_bytes(const Plan& p, int64_t stage, const std::vector<int64_t>& chunk_bytes) {
@@ -98,49 +107,72 @@ MemoryReport training_memory(const Scenario& s) {
   const ParamCount pc = count_params(m);
   const int64_t t = p.tp;
   const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
-  const int64_t layer = m.hidden * (m.heads / t) * m.head_dim * 2 + 2 * m.hidden * kv * m.head_dim +
-                        (m.mlp == MlpKind::kSwiglu ? 3 : 2) * m.hidden * (m.ffn_hidden / t) + pc.per_layer_other;
+  const int64_t attention = m.hidden * (m.heads / t) * m.head_dim * 2 + 2 * m.hidden * kv * m.head_dim;
+  const int64_t layer = attention + (m.mlp == MlpKind::kSwiglu ? 3 : 2) * m.hidden * (m.ffn_hidden / t) + pc.per_layer_other;
+  // A mixture-of-experts layer: replicated part (attention, router, shared
+  // experts) and this device's experts (replicated over dp·cp / ep only).
+  const int64_t moe_dense = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
+  const int64_t moe_experts = m.is_moe() ? m.moe.experts / p.ep * pc.expert : 0;
   const int64_t vocab_rows = padded_vocab(m, t) / t * m.hidden;
   const int64_t embed =
       (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
   const int64_t head = vocab_rows + pc.final_norm;
   // Parameters are replicated over dp and cp; ZeRO shards over both.
   const int64_t shards = p.dp * p.cp;
+  const int64_t expert_shards = shards / p.ep;
   const bool fsdp = p.zero == 3 && shards > 1;
-  auto shard = [&](int64_t x, bool sharded) { return sharded ? (x + shards - 1) / shards : x; };
+  auto shard_n = [](int64_t x, bool sharded, int64_t n) { return sharded ? (x + n - 1) / n : x; };
   const ChunkLayout layout = chunk_layout(m, p);
-  const int64_t per_layer_act = layer_activation_bytes(m, p);
+  const int64_t dense_act = layer_activation_bytes(m, p, false);
+  const int64_t moe_act = layer_activation_bytes(m, p, true);
   const int64_t T = p.microbatch_size * p.seq_len / p.cp;
   // While a layer is recomputed, its full activations exist once.
-  const int64_t recompute_extra = p.recompute == Recompute::kFull ? full_layer_bytes(m, p, !p.fused_attention) : 0;
+  const int64_t recompute_extra =
+      p.recompute == Recompute::kFull ? full_layer_bytes(m, p, !p.fused_attention, m.is_moe()) : 0;
 
   MemoryReport best;
   for (int64_t stage = 0; stage < p.pp; ++stage) {
-    int64_t params = 0;
+    int64_t params = 0, expert_params = 0;
     std::vector<int64_t> chunk_act;
     bool has_head = false;
     for (int64_t c = 0; c < p.virtual_stages; ++c) {
       const int64_t g = c * p.pp + stage;
-      const int64_t layers = layout.count[static_cast<size_t>(g)];
-      params += layers * layer;
+      int64_t act = 0;
+      for (int64_t i = 0; i < layout.count[static_cast<size_t>(g)]; ++i) {
+        const int64_t l = layout.first[static_cast<size_t>(g)] + i;
+        const bool moe_layer = m.is_moe_layer(l);
+        params += moe_layer ? moe_dense : layer;
+        expert_params += moe_layer ? moe_experts : 0;
+        act += moe_layer ? moe_act : dense_act;
+      }
       if (g == 0) params += embed;
       if (g == p.chunks() - 1) {
         params += head;
         has_head = true;
       }
-      chunk_act.push_back(layers * per_layer_act);
+      chunk_act.push_back(act);
     }
+    // Bytes per parameter of a state held `bytes` wide, sharded when `sharded`.
+    auto state = [&](int64_t bytes, bool sharded) {
+      return bytes * (shard_n(params, sharded && shards > 1, shards) +
+                      shard_n(expert_params, sharded && expert_shards > 1, expert_shards));
+    };
     MemoryReport r;
     r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
     auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
-    add("weights", 2 * shard(params, fsdp));
-    add("gradients", dtype_bytes(p.grad_reduce_dtype) * shard(params, p.zero >= 2 && shards > 1));
-    add("optimizer_state", 12 * shard(params, p.zero >= 1 && shards > 1));
+    add("weights", state(2, fsdp));
+    add("gradients", state(dtype_bytes(p.grad_reduce_dtype), p.zero >= 2));
+    add("optimizer_state", state(12, p.zero >= 1));
     add("activations", peak_in_flight_bytes(p, stage, chunk_act) + recompute_extra);
     // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
     add("logits", has_head ? T * (padded_vocab(m, t) / t) * (2 + 4) : 0);
     int64_t buffers = 0;
-    if (fsdp) buffers += int64_t{4} * std::max({layer, embed, head});  // two gathered units, 2 B each
+    if (fsdp) buffers += int64_t{4} * std::max({layer, embed, head, moe_dense + moe_experts});  // two gathered units
+    if (m.is_moe() && p.ep > 1) {
+      // All-to-all send and receive buffers of the dispatched tokens.
+      const int64_t rep = p.sequence_parallel ? T / t : T;
+      buffers += 2 * 2 * static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor) * m.hidden;
+    }
     if (!fsdp && shards > 1) buffers += 2 * p.grad_bucket_bytes;       // DDP buckets in flight
     if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
     if (p.cp > 1) buffers += 2 * 2 * 2 * T * kv * m.head_dim * 2;  // ring attention: two K,V(+dK,dV) blocks

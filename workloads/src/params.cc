@@ -7,8 +7,18 @@ ParamCount count_params(const ModelSpec& m) {
   const int64_t h = m.hidden;
   const int64_t q = m.heads * m.head_dim;
   const int64_t kv = m.kv_heads * m.head_dim;
-  const int64_t mlp = (m.mlp == MlpKind::kSwiglu ? 3 : 2) * h * m.ffn_hidden;
-  c.per_layer_matmul = h * q + 2 * h * kv + q * h + mlp;
+  c.layers = m.layers;
+  c.moe_layers = m.moe_layers();
+  c.dense_layers = m.layers - c.moe_layers;
+  c.attention = h * q + 2 * h * kv + q * h;
+  c.dense_mlp = (m.mlp == MlpKind::kSwiglu ? 3 : 2) * h * m.ffn_hidden;
+  if (m.is_moe()) {
+    c.router = h * m.moe.experts;
+    c.expert = 3 * h * m.moe.expert_ffn_hidden;  // SwiGLU experts
+    c.routed_experts = m.moe.experts;
+    c.shared_experts = m.moe.shared_experts;
+    c.top_k = m.moe.top_k;
+  }
   // Norm gains (layernorm adds a bias); GPT-style layers carry biases on
   // every projection.
   const int64_t norm = (m.norm == NormKind::kLayerNorm ? 2 : 1) * h;

@@ -143,8 +143,22 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
   m.tied_embeddings = r.boolean("tied_embeddings", false);
   m.dropout = r.boolean("dropout", false);
   m.source = r.string("source", "");
-  if (r.has("moe")) r.fail("moe", "mixture-of-experts models are not supported yet");
+  if (r.has("moe")) {
+    ObjectReader e(r.raw("moe"), file, "/model/moe");
+    m.moe.experts = e.int_in("experts", 1, 1 << 16, 1);
+    m.moe.top_k = e.int_in("top_k", 1, m.moe.experts, 1);
+    m.moe.shared_experts = e.int_in("shared_experts", 0, 1 << 10, 0);
+    m.moe.expert_ffn_hidden = e.positive_int("expert_ffn_hidden");
+    m.moe.capacity_factor = e.number_in("capacity_factor", 1.0, 64.0, 1.0);
+    m.moe.first_dense_layers = e.int_in("first_dense_layers", 0, kMaxLayers, 0);
+    e.done();
+    if (m.moe.expert_ffn_hidden > kMaxDim) e.fail("expert_ffn_hidden", "at most " + std::to_string(kMaxDim) + " is supported");
+  }
   r.done();
+  if (m.is_moe() && m.moe.first_dense_layers >= m.layers) {
+    r.fail("moe", "first_dense_layers (" + std::to_string(m.moe.first_dense_layers) +
+                      ") leaves no mixture-of-experts layer among the " + std::to_string(m.layers));
+  }
   if (m.layers > kMaxLayers) r.fail("layers", "at most " + std::to_string(kMaxLayers) + " layers are supported");
   for (const char* k : {"hidden", "ffn_hidden", "heads", "vocab", "head_dim"}) {
     const int64_t v = k == std::string("hidden")       ? m.hidden
@@ -343,7 +357,14 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
     }
     if (!p.fused_attention) r.fail("cp", "ring attention (cp > 1) needs \"attention\": \"fused\"");
   }
-  if (p.ep > 1) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
+  if (p.ep > 1 && !m.is_moe()) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
+  if (p.dp % p.ep != 0) r.fail("ep", "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks");
+  if (m.is_moe() && m.moe.experts % p.ep != 0) {
+    r.fail("ep", "ep (" + s(p.ep) + ") must divide the " + s(m.moe.experts) + " experts");
+  }
+  if (m.is_moe() && p.tp > 1 && !p.sequence_parallel) {
+    r.fail("sequence_parallel", "a mixture of experts with tp > 1 needs sequence_parallel: each tp rank routes its own tokens");
+  }
   if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     r.fail("matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak");
   }
@@ -471,7 +492,7 @@ Mesh build_mesh(const Plan& p) {
   sizes[static_cast<size_t>(MeshAxis::kCp)] = p.cp;
   sizes[static_cast<size_t>(MeshAxis::kPp)] = p.pp;
   sizes[static_cast<size_t>(MeshAxis::kDp)] = p.dp;
-  return Mesh(sizes, p.mesh_order);
+  return Mesh(sizes, p.mesh_order, p.ep);
 }
 
 }  // namespace shardsim

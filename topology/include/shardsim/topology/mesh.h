@@ -4,6 +4,8 @@
 // tensor-parallel peers on consecutive devices, i.e. inside one NVSwitch node
 // or along the torus x axis. Device d has coordinate
 //   coord(d, a) = (d / stride(a)) % size(a), stride(a) = Π sizes of axes inner to a.
+// With expert parallelism, dp splits into ep (inner) and dp / ep (outer):
+// size(kDp) is then dp / ep and the data-parallel group is {kEp, kDp}.
 #pragma once
 
 #include <array>
@@ -16,7 +18,9 @@ namespace shardsim {
 
 class Mesh {
  public:
-  Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order);
+  /// sizes and order name tp, cp, pp, dp (indexed by MeshAxis); `ep` must
+  /// divide the dp size.
+  Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order, int64_t ep = 1);
   int64_t devices() const { return devices_; }
   int64_t size(MeshAxis a) const { return sizes_[idx(a)]; }
   int64_t stride(MeshAxis a) const { return strides_[idx(a)]; }
@@ -31,9 +35,9 @@ class Mesh {
 
  private:
   static size_t idx(MeshAxis a) { return static_cast<size_t>(a); }
-  std::array<int64_t, kNumMeshAxes> sizes_{};
-  std::array<int64_t, kNumMeshAxes> strides_{};
-  std::array<MeshAxis, kNumMeshAxes> order_{};
+  std::array<int64_t, kNumMeshAxesWithEp> sizes_{};
+  std::array<int64_t, kNumMeshAxesWithEp> strides_{};
+  std::array<MeshAxis, kNumMeshAxesWithEp> order_{};
   int64_t devices_ = 1;
 };
 

@@ -20,6 +20,7 @@ struct TrainStreams {
   static constexpr StreamId kRecv = 6;      ///< pipeline receives
   static constexpr StreamId kCpSend = 7;    ///< ring-attention sends (context parallelism)
   static constexpr StreamId kCpRecv = 8;    ///< ring-attention receives
+  static constexpr StreamId kEp = 9;        ///< expert-parallel all-to-alls
 };
 
 /// How the layers are cut into pipeline chunks: chunk g (0..pp·v-1) holds

@@ -12,8 +12,9 @@ namespace shardsim {
 MemoryReport training_memory(const Scenario& s);
 
 /// Bytes of activations one layer keeps for its backward, per microbatch, on
-/// one device, for the plan's recomputation mode.
-int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p);
+/// one device, for the plan's recomputation mode (`moe_layer`: a
+/// mixture-of-experts MLP instead of a dense one).
+int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p, bool moe_layer = false);
 
 /// The most (chunk, microbatch) forward passes whose backward has not run yet
 /// on `stage`, weighted by `chunk_bytes` (activation bytes of each local

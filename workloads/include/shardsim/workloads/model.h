@@ -10,6 +10,20 @@ enum class MlpKind : uint8_t { kGelu, kSwiglu };
 enum class NormKind : uint8_t { kLayerNorm, kRmsNorm };
 enum class PositionKind : uint8_t { kLearned, kRope };
 
+/// A mixture-of-experts MLP (Shazeer et al. 2017; Fedus et al. 2021): each
+/// token goes to top_k of `experts` routed experts (SwiGLU MLPs of width
+/// expert_ffn_hidden) plus `shared_experts` that see every token
+/// (DeepSeekMoE). The first `first_dense_layers` layers keep a dense MLP of
+/// width ffn_hidden.
+struct MoeSpec {
+  int64_t experts = 0;  ///< 0: a dense model
+  int64_t top_k = 1;
+  int64_t shared_experts = 0;
+  int64_t expert_ffn_hidden = 0;
+  double capacity_factor = 1.0;  ///< expert buffer = capacity_factor · (tokens · top_k / experts)
+  int64_t first_dense_layers = 0;
+};
+
 struct ModelSpec {
   std::string name;
   int64_t layers = 0;
@@ -24,22 +38,39 @@ struct ModelSpec {
   PositionKind position = PositionKind::kRope;
   bool tied_embeddings = false;
   bool dropout = false;  ///< dropout on attention probabilities and hidden states (GPT training)
+  MoeSpec moe;
   std::string source;
+
+  bool is_moe() const { return moe.experts > 0; }
+  bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= moe.first_dense_layers; }
+  int64_t moe_layers() const { return is_moe() ? layers - moe.first_dense_layers : 0; }
 };
 
 /// Parameter counts. "Matmul" parameters are the weights of every matmul
-/// (attention and MLP projections of each layer, and the unembedding); they
-/// set the 6·N·tokens FLOP term. Norm gains, biases and the embedding table
-/// (a lookup, no FLOPs) are counted in total() only.
+/// (attention and MLP projections of each layer, the router, and the
+/// unembedding); the ones a token activates set the 6·N·tokens FLOP term.
+/// Norm gains, biases and the embedding table (a lookup, no FLOPs) are
+/// counted in total() only.
 struct ParamCount {
-  int64_t per_layer_matmul = 0;  ///< q, k, v, o and MLP weights of one layer
-  int64_t per_layer_other = 0;   ///< norm gains (and biases for GPT style)
-  int64_t unembedding = 0;       ///< vocab · hidden
-  int64_t embedding = 0;         ///< vocab · hidden, 0 when tied
+  int64_t layers = 0, dense_layers = 0, moe_layers = 0;
+  int64_t attention = 0;        ///< q, k, v, o weights of one layer
+  int64_t dense_mlp = 0;        ///< MLP weights of a dense layer
+  int64_t router = 0;           ///< router weights of an MoE layer
+  int64_t expert = 0;           ///< weights of one expert
+  int64_t routed_experts = 0, shared_experts = 0, top_k = 0;
+  int64_t per_layer_other = 0;  ///< norm gains (and biases for GPT style)
+  int64_t unembedding = 0;      ///< vocab · hidden
+  int64_t embedding = 0;        ///< vocab · hidden, 0 when tied
   int64_t final_norm = 0;
-  int64_t matmul(int64_t layers) const { return layers * per_layer_matmul + unembedding; }
-  int64_t total(int64_t layers) const {
-    return layers * (per_layer_matmul + per_layer_other) + unembedding + embedding + final_norm;
+  /// Matmul weights one token uses.
+  int64_t matmul() const {
+    return layers * attention + dense_layers * dense_mlp +
+           moe_layers * (router + (top_k + shared_experts) * expert) + unembedding;
+  }
+  int64_t total() const {
+    return layers * (attention + per_layer_other) + dense_layers * dense_mlp +
+           moe_layers * (router + (routed_experts + shared_experts) * expert) + unembedding + embedding +
+           final_norm;
   }
 };
 
