@@ -80,7 +80,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
       sets.push_back(parse_set(a.substr(6)));
     else if (a == "--trace")
       trace_file = take_value(args, i);
-    else if (a == "--trace-devices") {
+    else if (a == "--replica-shortcut") {
+      shortcut = take_value(args, i);
+      if (shortcut != "on" && shortcut != "off" && shortcut != "auto") {
+        throw UsageError("--replica-shortcut: expected on, off or auto, got \"" + shortcut + "\"");
+      }
+    } else if (a == "--trace-devices") {
       trace_list = take_value(args, i);
       trace_devices_given = true;
     } else if (!a.empty() && a[0] == '-')

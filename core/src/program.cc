@@ -114,6 +114,8 @@ std::string_view to_string(MeshAxis a) {
       return "dp";
     case MeshAxis::kEp:
       return "ep";
+    case MeshAxis::kDs:
+      return "ds";
   }
   return "?";
 }

@@ -70,6 +70,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"deepseek-v3", kH100x64,
                            R"({"dp": 32, "pp": 2, "ep": 32, "zero": 1, "global_batch": 32, "seq_len": 4096,
                                "layers_per_stage": [31, 30]})"},
+                      Case{"llama3-8b", kH100x64,
+                           R"({"dp": 64, "zero": 3, "fsdp_shard_size": 8, "global_batch": 64, "seq_len": 2048,
+                               "master_weights_dtype": "bf16", "optimizer_state_dtype": "bf16"})"},
                       Case{"mixtral-8x22b", kH100x64,
                            R"({"dp": 8, "tp": 8, "ep": 8, "zero": 3, "global_batch": 8, "seq_len": 2048,
                                "sequence_parallel": true})"}),
@@ -104,6 +107,34 @@ TEST(Params, MatchPublishedSizes) {
   };
   EXPECT_NEAR(active("mixtral-8x7b") / 1e9, 12.9, 0.1);
   EXPECT_NEAR(active("deepseek-v3") / 1e9, 37.0, 1.0);
+}
+
+TEST(Memory, HybridFsdpShardsWithinItsGroup) {
+  const std::string base =
+      R"({"model": "llama3-8b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "zero": 3, "global_batch": 64, "seq_len": 2048}})";
+  auto opt = [&](const std::vector<Override>& sets) { return training_memory(testing::scenario(base, sets)).components[2].bytes; };
+  const int64_t full = opt({});
+  const int64_t hybrid = opt({{"plan.fsdp_shard_size", "8"}});
+  EXPECT_NEAR(static_cast<double>(hybrid) / static_cast<double>(full), 8.0, 0.01);
+  // bf16 optimizer copies halve the optimizer state.
+  EXPECT_NEAR(static_cast<double>(opt({{"plan.master_weights_dtype", "\"bf16\""}, {"plan.optimizer_state_dtype", "\"bf16\""}})) /
+                  static_cast<double>(full),
+              0.5, 0.01);
+}
+
+TEST(Lowering, HybridFsdpAllReducesShardsAcrossReplicas) {
+  const Scenario s = testing::scenario(
+      R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+          "plan": {"dp": 64, "zero": 3, "fsdp_shard_size": 8, "global_batch": 128, "seq_len": 2048}})");
+  const Program p = std::move(lower_training_step(s).stages[0]);
+  int gathers_in_group = 0, replica_reduces = 0;
+  for (const Op& o : p.ops()) {
+    if (o.kind != OpKind::kCollective) continue;
+    if (o.collective == CollectiveKind::kAllGather && !(o.axes & axis_bit(MeshAxis::kDp))) ++gathers_in_group;
+    if (o.collective == CollectiveKind::kAllReduce && o.axes == axis_bit(MeshAxis::kDp)) ++replica_reduces;
+  }
+  EXPECT_GT(gathers_in_group, 0);
+  EXPECT_EQ(replica_reduces, 32 + 2);  // every layer, the embedding and the head, once per step
 }
 
 TEST(Memory, ExpertParallelismSplitsExpertWeights) {

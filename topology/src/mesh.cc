@@ -4,13 +4,18 @@
 
 namespace shardsim {
 
-Mesh::Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order, int64_t ep) {
+Mesh::Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order, int64_t ep,
+           int64_t ds) {
   for (int a = 0; a < kNumMeshAxes; ++a) sizes_[static_cast<size_t>(a)] = sizes[static_cast<size_t>(a)];
   sizes_[idx(MeshAxis::kEp)] = ep;
-  sizes_[idx(MeshAxis::kDp)] /= ep;
+  sizes_[idx(MeshAxis::kDs)] = ds;
+  sizes_[idx(MeshAxis::kDp)] /= ep * ds;
   size_t i = 0;
   for (MeshAxis a : order) {
-    if (a == MeshAxis::kDp) order_[i++] = MeshAxis::kEp;
+    if (a == MeshAxis::kDp) {
+      order_[i++] = MeshAxis::kEp;
+      order_[i++] = MeshAxis::kDs;
+    }
     order_[i++] = a;
   }
   int64_t stride = 1;

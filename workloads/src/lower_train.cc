@@ -27,7 +27,11 @@ constexpr StreamId kReduce = TrainStreams::kDpReduce;
 constexpr uint8_t kTpAxis = axis_bit(MeshAxis::kTp);
 // Parameters are replicated over dp and cp: gradients reduce (and FSDP
 // shards) over both (Megatron-LM's context parallelism folds cp into dp).
-constexpr uint8_t kDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp) | axis_bit(MeshAxis::kEp);
+constexpr uint8_t kDpAxis =
+    axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp) | axis_bit(MeshAxis::kEp) | axis_bit(MeshAxis::kDs);
+// Hybrid FSDP shards over its group (ds, and cp) and replicates over dp.
+constexpr uint8_t kShardGroupAxis = axis_bit(MeshAxis::kDs) | axis_bit(MeshAxis::kCp);
+constexpr uint8_t kReplicaAxis = axis_bit(MeshAxis::kDp);
 // Experts are replicated only over the data-parallel ranks outside ep.
 constexpr uint8_t kExpertDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp);
 constexpr uint8_t kEpAxis = axis_bit(MeshAxis::kEp);
@@ -72,6 +76,10 @@ class StageLowering {
     v_chunks_ = p_.virtual_stages;
     shards_ = p_.dp * p_.cp;
     expert_shards_ = shards_ / p_.ep;
+    const int64_t group = p_.fsdp_shard_size > 0 ? p_.fsdp_shard_size : p_.dp;
+    replicas_ = p_.dp / group;
+    fsdp_axes_ = replicas_ > 1 ? kShardGroupAxis : kDpAxis;
+    fsdp_shards_ = group * p_.cp;
     fsdp_ = p_.zero == 3 && shards_ > 1;
     for (const char* s : {"compute", "tp comm", "dp gather", "dp reduce", "pp send next", "pp send prev", "pp recv",
                           "cp send", "cp recv", "ep comm"}) {
@@ -355,7 +363,7 @@ class StageLowering {
     if (!fsdp_) return kNone;
     OpId last = kNone;
     if (unit_params(unit) > 0) {
-      last = collective(CollectiveKind::kAllGather, kDpAxis, kGather, "fsdp all-gather", unit_layer(unit), pass,
+      last = collective(CollectiveKind::kAllGather, fsdp_axes_, kGather, "fsdp all-gather", unit_layer(unit), pass,
                         unit_params(unit) * kAct, DType::kBf16, {after});
     }
     if (unit_expert_params(unit) > 0 && expert_shards_ > 1) {
@@ -690,7 +698,15 @@ class StageLowering {
   /// locally and reduce in the last microbatch only; zero 2 keeps only its
   /// gradient shard, so it reduce-scatters every microbatch (DeepSpeed).
   void reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
-    reduce_group(dense_, unit_params(u), kDpAxis, shards_, u, wgrad, last_microbatch);
+    reduce_group(dense_, unit_params(u), fsdp_ ? fsdp_axes_ : kDpAxis, fsdp_ ? fsdp_shards_ : shards_, u, wgrad,
+                 last_microbatch);
+    // Hybrid FSDP: after the last microbatch, the replicas all-reduce their
+    // gradient shards (PyTorch HSDP).
+    if (fsdp_ && replicas_ > 1 && last_microbatch && unit_params(u) > 0) {
+      collective(CollectiveKind::kAllReduce, kReplicaAxis, kReduce, "hsdp grad all-reduce", unit_layer(u),
+                 Pass::kBackward, unit_params(u) / fsdp_shards_ * dtype_bytes(p_.grad_reduce_dtype),
+                 p_.grad_reduce_dtype, {b_.last(kReduce)});
+    }
     reduce_group(expert_, unit_expert_params(u), kExpertDpAxis, expert_shards_, u, wgrad, last_microbatch);
   }
   /// A gradient bucket of one parameter group (dense, or experts, which are
@@ -731,9 +747,9 @@ class StageLowering {
     flush(expert_, kExpertDpAxis);
   }
 
-  /// Adam with fp32 master weights, first and second moments: per parameter
-  /// it reads the gradient and the three fp32 states and writes the states
-  /// and the bf16 weight. ZeRO-1/2 then all-gather the updated bf16 weights
+  /// Adam with master weights, first and second moments (fp32 by default):
+  /// per parameter it reads the gradient and the three states and writes the
+  /// states and the bf16 weight. ZeRO-1/2 then all-gather the updated bf16 weights
   /// in the gradient buckets.
   void optimizer() {
     int64_t dense = 0, experts = 0;
@@ -745,15 +761,17 @@ class StageLowering {
     }
     const bool sharded = p_.zero >= 1 && shards_ > 1;
     auto shard = [&](int64_t x, int64_t n) { return sharded ? (x + n - 1) / n : x; };
-    const int64_t params = shard(dense, shards_) + shard(experts, expert_shards_);
+    const int64_t params = shard(dense, fsdp_ ? fsdp_shards_ : shards_) + shard(experts, expert_shards_);
     Op o = base("adam", -1, Pass::kOptimizer, kC);
     o.compute = ComputeKind::kOptimizer;
     o.dtype = DType::kFp32;
     o.m = params;
     o.n = o.k = 1;
+    // Master weight and the two moments, at their configured precision.
+    const int64_t state = dtype_bytes(p_.master_weights_dtype) + 2 * dtype_bytes(p_.optimizer_state_dtype);
     o.flops = Flops(12.0 * static_cast<double>(params));
-    o.bytes_read = Bytes(params * (dtype_bytes(p_.grad_reduce_dtype) + 12));
-    o.bytes_written = Bytes(params * (12 + 2));
+    o.bytes_read = Bytes(params * (dtype_bytes(p_.grad_reduce_dtype) + state));
+    o.bytes_written = Bytes(params * (state + 2));
     const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
     if (!sharded || fsdp_) return;
     for (const auto& [bucket, axes] : {std::pair{&dense_, kDpAxis}, std::pair{&expert_, kExpertDpAxis}}) {
@@ -777,6 +795,9 @@ class StageLowering {
   int64_t shards_ = 1;         // data-parallel replicas of the dense parameters: dp·cp
   int64_t expert_shards_ = 1;  // replicas of the expert parameters: dp·cp / ep
   int64_t local_experts_ = 0, moe_dense_params_ = 0, moe_expert_params_ = 0;
+  int64_t replicas_ = 1;      // hybrid FSDP replicas (1: plain FSDP)
+  uint8_t fsdp_axes_ = 0;     // where FSDP gathers and reduce-scatters
+  int64_t fsdp_shards_ = 1;   // ranks a parameter is sharded over under FSDP
   int32_t v_chunks_ = 1;
   bool fsdp_ = false;
   int64_t layer_params_ = 0, embed_params_ = 0, head_params_ = 0;

@@ -2,8 +2,9 @@
 //
 // Parameters and states (mixed precision with Adam, Megatron-LM convention,
 // Narayanan et al. 2021; Rajbhandari et al. 2020, "ZeRO"): bf16 weights (2 B),
-// gradients at grad_reduce_dtype (4 B for fp32 main grads), and fp32 master
-// weight, first and second moment (12 B) per parameter. ZeRO-1 shards the
+// gradients at grad_reduce_dtype (4 B for fp32 main grads), and master
+// weight, first and second moment (12 B per parameter in fp32; the plan can
+// hold them in bf16). ZeRO-1 shards the
 // optimizer state over dp, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
 // weights as well and holds two gathered units (current and prefetched).
 //
@@ -118,8 +119,10 @@ MemoryReport training_memory(const Scenario& s) {
       (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
   const int64_t head = vocab_rows + pc.final_norm;
   // Parameters are replicated over dp and cp; ZeRO shards over both.
-  const int64_t shards = p.dp * p.cp;
-  const int64_t expert_shards = shards / p.ep;
+  // Hybrid FSDP shards within its group only.
+  const int64_t group = p.zero == 3 && p.fsdp_shard_size > 0 ? p.fsdp_shard_size : p.dp;
+  const int64_t shards = group * p.cp;
+  const int64_t expert_shards = p.dp * p.cp / p.ep;
   const bool fsdp = p.zero == 3 && shards > 1;
   auto shard_n = [](int64_t x, bool sharded, int64_t n) { return sharded ? (x + n - 1) / n : x; };
   const ChunkLayout layout = chunk_layout(m, p);
@@ -162,7 +165,8 @@ MemoryReport training_memory(const Scenario& s) {
     auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
     add("weights", state(2, fsdp));
     add("gradients", state(dtype_bytes(p.grad_reduce_dtype), p.zero >= 2));
-    add("optimizer_state", state(12, p.zero >= 1));
+    add("optimizer_state", state(dtype_bytes(p.master_weights_dtype) + 2 * dtype_bytes(p.optimizer_state_dtype),
+                                 p.zero >= 1));
     add("activations", peak_in_flight_bytes(p, stage, chunk_act) + recompute_extra);
     // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
     add("logits", has_head ? T * (padded_vocab(m, t) / t) * (2 + 4) : 0);

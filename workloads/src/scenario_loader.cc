@@ -317,6 +317,9 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.fused_attention = r.choice("attention", {"fused", "unfused"}, "fused") == "fused";
   p.sequence_parallel = r.boolean("sequence_parallel", false);
   p.fsdp_prefetch = r.boolean("fsdp_prefetch", true);
+  p.fsdp_shard_size = r.positive_int("fsdp_shard_size", 0);
+  p.master_weights_dtype = parse_dtype(r.choice("master_weights_dtype", {"fp32", "bf16"}, "fp32"));
+  p.optimizer_state_dtype = parse_dtype(r.choice("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
   p.grad_bucket_bytes = r.positive_int("grad_bucket_bytes", p.grad_bucket_bytes);
   p.grad_reduce_dtype = parse_dtype(r.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32"));
   p.matmul_dtype = parse_dtype(r.choice("matmul_dtype", {"bf16", "fp8"}, "bf16"));
@@ -358,6 +361,13 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
     if (!p.fused_attention) r.fail("cp", "ring attention (cp > 1) needs \"attention\": \"fused\"");
   }
   if (p.ep > 1 && !m.is_moe()) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
+  if (p.fsdp_shard_size > 0) {
+    if (p.zero != 3) r.fail("fsdp_shard_size", "hybrid FSDP needs zero 3");
+    if (p.dp % p.fsdp_shard_size != 0) {
+      r.fail("fsdp_shard_size", "fsdp_shard_size (" + s(p.fsdp_shard_size) + ") must divide dp (" + s(p.dp) + ")");
+    }
+    if (p.ep > 1) r.fail("fsdp_shard_size", "hybrid FSDP with expert parallelism is not supported yet");
+  }
   if (p.dp % p.ep != 0) r.fail("ep", "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks");
   if (m.is_moe() && m.moe.experts % p.ep != 0) {
     r.fail("ep", "ep (" + s(p.ep) + ") must divide the " + s(m.moe.experts) + " experts");
@@ -492,7 +502,8 @@ Mesh build_mesh(const Plan& p) {
   sizes[static_cast<size_t>(MeshAxis::kCp)] = p.cp;
   sizes[static_cast<size_t>(MeshAxis::kPp)] = p.pp;
   sizes[static_cast<size_t>(MeshAxis::kDp)] = p.dp;
-  return Mesh(sizes, p.mesh_order, p.ep);
+  const int64_t ds = p.zero == 3 && p.fsdp_shard_size > 0 && p.fsdp_shard_size < p.dp ? p.fsdp_shard_size : 1;
+  return Mesh(sizes, p.mesh_order, p.ep, ds);
 }
 
 }  // namespace shardsim

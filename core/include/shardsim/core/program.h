@@ -28,11 +28,13 @@ enum class Pass : uint8_t { kForward, kBackward, kOptimizer, kRecompute };
 /// Mesh axes, in the fixed bit order used by Op::axes. kEp is the
 /// expert-parallel part of data parallelism: dp = ep · (dp / ep), and the dp
 /// axis then holds the outer dp / ep replicas.
-enum class MeshAxis : uint8_t { kTp = 0, kCp = 1, kPp = 2, kDp = 3, kEp = 4 };
-/// Axes a user orders in plan.mesh_order (ep always sits just inside dp).
+/// kDs is the sharding part of hybrid FSDP: dp = ds · (dp / ds) with
+/// parameters sharded over ds and replicated over the outer dp axis.
+enum class MeshAxis : uint8_t { kTp = 0, kCp = 1, kPp = 2, kDp = 3, kEp = 4, kDs = 5 };
+/// Axes a user orders in plan.mesh_order (ep and ds sit just inside dp).
 inline constexpr int kNumMeshAxes = 4;
-/// Axes of the mesh, ep included.
-inline constexpr int kNumMeshAxesWithEp = 5;
+/// Axes of the mesh, ep and ds included.
+inline constexpr int kNumMeshAxesWithEp = 6;
 constexpr uint8_t axis_bit(MeshAxis a) {
   return static_cast<uint8_t>(1u << static_cast<unsigned>(a));
 }

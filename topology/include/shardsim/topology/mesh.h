@@ -6,6 +6,8 @@
 //   coord(d, a) = (d / stride(a)) % size(a), stride(a) = Π sizes of axes inner to a.
 // With expert parallelism, dp splits into ep (inner) and dp / ep (outer):
 // size(kDp) is then dp / ep and the data-parallel group is {kEp, kDp}.
+// Hybrid FSDP splits it the same way into its shard group ds (inner) and
+// the replicas (outer): the data-parallel group is {kEp, kDs, kDp}.
 #pragma once
 
 #include <array>
@@ -18,9 +20,10 @@ namespace shardsim {
 
 class Mesh {
  public:
-  /// sizes and order name tp, cp, pp, dp (indexed by MeshAxis); `ep` must
-  /// divide the dp size.
-  Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order, int64_t ep = 1);
+  /// sizes and order name tp, cp, pp, dp (indexed by MeshAxis); ep · ds
+  /// must divide the dp size.
+  Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order, int64_t ep = 1,
+       int64_t ds = 1);
   int64_t devices() const { return devices_; }
   int64_t size(MeshAxis a) const { return sizes_[idx(a)]; }
   int64_t stride(MeshAxis a) const { return strides_[idx(a)]; }

@@ -33,6 +33,13 @@ struct Plan {
   /// the scores and softmax to HBM (and keeps them for backward).
   bool fused_attention = true;
   bool fsdp_prefetch = true;                ///< ZeRO-3: all-gather layer i+1 during layer i
+  /// Hybrid FSDP (zero 3): shard within groups of this many dp ranks and
+  /// replicate across dp / fsdp_shard_size groups; 0 shards over all of dp.
+  int64_t fsdp_shard_size = 0;
+  /// Precision of the optimizer copies, fp32 by default (Micikevicius et al.
+  /// 2018, mixed precision): master weights and the two Adam moments.
+  DType master_weights_dtype = DType::kFp32;
+  DType optimizer_state_dtype = DType::kFp32;
   int64_t grad_bucket_bytes = 160'000'000;  ///< Megatron default: 40M fp32 grads
   DType grad_reduce_dtype = DType::kFp32;
   DType matmul_dtype = DType::kBf16;
