@@ -214,6 +214,18 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
       rs();
       ag();
     }
+    // NCCL runs all-gather and reduce-scatter as rings over all p ranks (its
+    // multi-channel rings move the same bytes per link as the levels above),
+    // so a group spanning nodes pays p-1 steps of the slowest hop's latency,
+    // not (k-1) + (n-1) (NCCL src/graph/tuning.cc: ring latency grows with
+    // nRanks). All-reduce keeps the level latencies, like NCCL's tree.
+    if (topo.kind() == FabricKind::kNvswitchFatTree && nl > 1 && kind != CollectiveKind::kAllReduce) {
+      SimTime alpha;
+      for (const Level& lv : levels) alpha = std::max(alpha, ring_step_latency(lv.rings, lv.bidirectional, topo));
+      for (auto& ph : plan.phases) ph.latency = SimTime();
+      plan.phases.front().latency = alpha * (p - 1);
+      plan.algorithm = "ring (nvlink + network, NCCL channels)";
+    }
   }
   SHARDSIM_ASSERT(!plan.phases.empty(), "a collective over two or more devices has a phase");
   plan.phases.front().latency += base_latency;

@@ -362,9 +362,13 @@ class StageLowering {
   OpId gather(int64_t unit, Pass pass, OpId after) {
     if (!fsdp_) return kNone;
     OpId last = kNone;
-    if (unit_params(unit) > 0) {
+    // One all-gather per unit, or per fsdp_bucket_params slice of it
+    // (DeepSpeed ZeRO-3 gathers in prefetch buckets).
+    const int64_t bucket = p_.fsdp_bucket_params > 0 ? p_.fsdp_bucket_params : unit_params(unit);
+    for (int64_t done = 0; done < unit_params(unit); done += bucket) {
+      const int64_t n = std::min(bucket, unit_params(unit) - done);
       last = collective(CollectiveKind::kAllGather, fsdp_axes_, kGather, "fsdp all-gather", unit_layer(unit), pass,
-                        unit_params(unit) * kAct, DType::kBf16, {after});
+                        n * kAct, DType::kBf16, {done == 0 ? after : kNone});
     }
     if (unit_expert_params(unit) > 0 && expert_shards_ > 1) {
       last = collective(CollectiveKind::kAllGather, kExpertDpAxis, kGather, "fsdp expert all-gather",
@@ -722,8 +726,13 @@ class StageLowering {
     if (replicas == 1 || params == 0) return;
     const int64_t grad_bytes = params * dtype_bytes(p_.grad_reduce_dtype);
     if (fsdp_) {
-      collective(CollectiveKind::kReduceScatter, axes, kReduce, "fsdp reduce-scatter", unit_layer(u),
-                 Pass::kBackward, grad_bytes, p_.grad_reduce_dtype, {wgrad});
+      // One reduce-scatter per unit; with fsdp_bucket_params set, in
+      // grad_bucket_bytes pieces (DeepSpeed's reduce buckets).
+      const int64_t piece = p_.fsdp_bucket_params > 0 ? p_.grad_bucket_bytes : grad_bytes;
+      for (int64_t done = 0; done < grad_bytes; done += piece) {
+        collective(CollectiveKind::kReduceScatter, axes, kReduce, "fsdp reduce-scatter", unit_layer(u),
+                   Pass::kBackward, std::min(piece, grad_bytes - done), p_.grad_reduce_dtype, {wgrad});
+      }
       return;
     }
     if (!last_microbatch && p_.zero != 2) return;

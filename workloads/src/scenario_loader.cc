@@ -318,6 +318,7 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.sequence_parallel = r.boolean("sequence_parallel", false);
   p.fsdp_prefetch = r.boolean("fsdp_prefetch", true);
   p.fsdp_shard_size = r.positive_int("fsdp_shard_size", 0);
+  p.fsdp_bucket_params = r.positive_int("fsdp_bucket_params", 0);
   p.master_weights_dtype = parse_dtype(r.choice("master_weights_dtype", {"fp32", "bf16"}, "fp32"));
   p.optimizer_state_dtype = parse_dtype(r.choice("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
   p.grad_bucket_bytes = r.positive_int("grad_bucket_bytes", p.grad_bucket_bytes);
@@ -361,6 +362,10 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
     if (!p.fused_attention) r.fail("cp", "ring attention (cp > 1) needs \"attention\": \"fused\"");
   }
   if (p.ep > 1 && !m.is_moe()) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
+  if (p.fsdp_bucket_params > 0 && p.zero != 3) r.fail("fsdp_bucket_params", "needs zero 3");
+  if (p.fsdp_bucket_params > 0 && p.fsdp_bucket_params < 1'000'000) {
+    r.fail("fsdp_bucket_params", "at least 1,000,000 parameters per bucket are supported");
+  }
   if (p.fsdp_shard_size > 0) {
     if (p.zero != 3) r.fail("fsdp_shard_size", "hybrid FSDP needs zero 3");
     if (p.dp % p.fsdp_shard_size != 0) {

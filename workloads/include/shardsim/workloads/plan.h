@@ -36,6 +36,10 @@ struct Plan {
   /// Hybrid FSDP (zero 3): shard within groups of this many dp ranks and
   /// replicate across dp / fsdp_shard_size groups; 0 shards over all of dp.
   int64_t fsdp_shard_size = 0;
+  /// FSDP gathers each unit in slices of this many parameters and
+  /// reduce-scatters in grad_bucket_bytes pieces (DeepSpeed ZeRO-3's prefetch
+  /// and reduce buckets); 0: one collective per unit (PyTorch FSDP).
+  int64_t fsdp_bucket_params = 0;
   /// Precision of the optimizer copies, fp32 by default (Micikevicius et al.
   /// 2018, mixed precision): master weights and the two Adam moments.
   DType master_weights_dtype = DType::kFp32;
