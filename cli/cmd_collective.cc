@@ -138,7 +138,7 @@ int cmd_collective(const std::vector<std::string>& args) {
     j["algbw_GBps"] = algbw / 1e9;
     j["busbw_GBps"] = busbw / 1e9;
     j["flows"] = r.flows;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s of %lld bytes over %zu devices (%s%s): %.3f us, algbw %.2f GB/s, busbw %.2f GB/s\n",
                 std::string(to_string(kind)).c_str(), static_cast<long long>(size), members.size(), algo.c_str(),

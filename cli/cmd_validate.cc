@@ -66,7 +66,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     }
     j["performance"] = {{"rows", perf_n}, {"mean_abs_error", perf_mean}, {"max_abs_error", perf_max}};
     j["memory"] = {{"rows", mem_n}, {"mean_abs_error", mem_mean}, {"max_abs_error", mem_max}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%-36s %-26s %12s %12s %8s\n", "scenario", "metric", "published", "predicted", "error");

@@ -3,16 +3,44 @@
 #include <algorithm>
 #include <chrono>
 
+#include "shardsim/core/error.h"
+#include "shardsim/sim/compute_model.h"
 #include "shardsim/sim/engine.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 
 namespace shardsim {
+namespace {
+
+/// Simulated time is int64 picoseconds (about 106 days). Refuse steps whose
+/// compute, plus their communication at a pessimistic 1 GB/s, would take
+/// more than 2^60 ps (13 days) on one device: nothing can overflow then.
+void check_step_fits_in_time(const Scenario& s, const ProgramSet& programs) {
+  constexpr double kLimitPs = static_cast<double>(int64_t{1} << 60);
+  for (const Program& p : programs.stages) {
+    double ps = 0;
+    for (const Op& o : p.ops()) {
+      if (o.kind == OpKind::kCompute) {
+        ps += static_cast<double>(compute_time(o, s.cluster.chip).ps());
+      } else {
+        ps += static_cast<double>(o.comm_bytes.value()) / 1e9 * 1e12;
+      }
+      if (ps > kLimitPs) {
+        throw InputError(s.file, "/plan",
+                         "one step would take more than 13 simulated days on a device; shrink the batch, the "
+                         "sequence or the model");
+      }
+    }
+  }
+}
+
+}  // namespace
 
 StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut) {
   const auto t0 = std::chrono::steady_clock::now();
   StepRun run;
   run.programs = lower_training_step(s);
+  check_step_fits_in_time(s, run.programs);
   const auto topo = build_topology(s.cluster);
   const Mesh mesh = build_mesh(s.plan);
   EngineOptions opt;

@@ -10,13 +10,15 @@ cd "$here/golden/scenarios"
 for f in *.json; do
   "$bin" simulate "$f" --json --no-timing > "${f%.json}.expected"
 done
-cd "$here/golden/errors"
+for dir in errors bounds; do
+cd "$here/golden/$dir"
 for f in *.json; do
   set +e
   "$bin" simulate "$f" --json 2> "${f%.json}.expected" > /dev/null
   rc=$?
   set -e
   if [ "$rc" -ne 2 ]; then echo "error case $f exited $rc, expected 2" >&2; exit 1; fi
+done
 done
 cd "$here/golden/commands"
 for f in *.args; do

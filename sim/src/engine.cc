@@ -9,7 +9,9 @@
 #include "shardsim/sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
+#include <random>
 #include <queue>
 #include <unordered_map>
 
@@ -186,6 +188,9 @@ class Engine {
       rem_offset_[d + 1] = rem_offset_[d] + (active_[d] ? program(d).size() : 0);
     }
     remaining_.resize(rem_offset_[devices_]);
+#if SHARDSIM_EXPENSIVE_CHECKS
+    ended_.assign(rem_offset_[devices_], 0);
+#endif
     for (uint32_t d = 0; d < devices_; ++d) {
       if (!active_[d]) continue;
       const auto& dc = info_[stage_of_[d]].dep_count;
@@ -204,7 +209,14 @@ class Engine {
   }
 
   EngineResult run() {
-    for (uint32_t d = 0; d < devices_; ++d) {
+    std::vector<uint32_t> order(devices_);
+    for (uint32_t d = 0; d < devices_; ++d) order[d] = d;
+    if (opt_.start_order_seed != 0) {
+      // Fisher-Yates with std::mt19937_64, whose output the standard fixes.
+      std::mt19937_64 rng(opt_.start_order_seed);
+      for (uint32_t i = devices_; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+    }
+    for (uint32_t d : order) {
       if (!active_[d]) continue;
       const auto& dc = info_[stage_of_[d]].dep_count;
       for (OpId i = 0; i < dc.size(); ++i) {
@@ -275,6 +287,9 @@ class Engine {
 
   void start(uint32_t d, OpId op) {
     const Op& o = program(d).op(op);
+#if SHARDSIM_EXPENSIVE_CHECKS
+    for (OpId dep : program(d).deps(op)) SHARDSIM_ASSERT(ended_[rem_offset_[d] + dep], "an op started before its dependency ended");
+#endif
     if (trace_index_[d] >= 0) trace_starts_[static_cast<size_t>(trace_index_[d])][op] = now_;
     switch (o.kind) {
       case OpKind::kCompute: {
@@ -458,6 +473,10 @@ class Engine {
   void end_op(uint32_t d, OpId op) {
     const Program& p = program(d);
     const Op& o = p.op(op);
+#if SHARDSIM_EXPENSIVE_CHECKS
+    SHARDSIM_ASSERT(!ended_[rem_offset_[d] + op], "an op ended twice");
+    ended_[rem_offset_[d] + op] = 1;
+#endif
     DeviceClock& c = clocks_[d];
     if (o.kind == OpKind::kCompute) {
       c.advance(now_);
@@ -489,6 +508,13 @@ class Engine {
       }
     }
     SHARDSIM_ASSERT(net_.active_flows() == 0, "flows left at the end");
+#if SHARDSIM_EXPENSIVE_CHECKS
+    // Bytes sent equal bytes carried: every flow's bytes crossed each link of its route.
+    double carried = 0;
+    for (double b : net_.link_bytes()) carried += b;
+    SHARDSIM_ASSERT(std::abs(carried - result_.flow_byte_hops) <= 1e-6 * std::max(1.0, carried),
+                    "bytes over links differ from bytes sent times hops");
+#endif
     for (const auto& [key, ch] : channels_) {
       SHARDSIM_ASSERT(ch.arrived == 0 && ch.waiting.empty(), "a pipeline send and receive did not pair up");
     }
@@ -515,6 +541,9 @@ class Engine {
   std::vector<size_t> rem_offset_;
   std::vector<uint32_t> arrivals_;
   std::vector<uint16_t> remaining_;
+#if SHARDSIM_EXPENSIVE_CHECKS
+  std::vector<uint8_t> ended_;  // per device and op
+#endif
   std::vector<DeviceClock> clocks_;
   std::vector<int> trace_index_;
   std::vector<std::vector<SimTime>> trace_starts_;

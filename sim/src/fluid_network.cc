@@ -145,6 +145,14 @@ void FluidNetwork::update(SimTime now, std::vector<Finish>& out) {
       }
     }
   }
+#if SHARDSIM_EXPENSIVE_CHECKS
+  // Capacity: the rates on a link never exceed its bandwidth.
+  for (LinkId l : comp_links_) {
+    double sum = 0;
+    for (FlowId f : link_flows_[l]) sum += flows_[f].rate;
+    SHARDSIM_ASSERT(sum <= capacity_[l] * (1 + 1e-9), "link utilisation above 1");
+  }
+#endif
   // 4. New finish times.
   for (FlowId f : comp_flows_) {
     Flow& fl = flows_[f];

@@ -86,6 +86,15 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
+// Found by the fuzzer: a --set value that is not valid UTF-8 becomes a raw
+// string; nothing that prints it may throw.
+TEST(Loader, InvalidUtf8InASetValueIsNoCrash) {
+  const Scenario s = testing::scenario(kGood, {{"model.name", "bad\xff\xfe name"}});
+  EXPECT_EQ(s.model.name.size(), 10u);
+  const std::string msg = error_of(kGood, {{"plan.tp", "\"\xff\""}});
+  EXPECT_NE(msg.find("/plan/tp: expected a positive integer"), std::string::npos) << msg;
+}
+
 TEST(Loader, MalformedJsonGivesLineAndColumn) {
   try {
     parse_scenario("{\n  \"model\": \"llama3-8b\",\n  \"plan\": {\n}", "bad.json");

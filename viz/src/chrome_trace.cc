@@ -1,6 +1,8 @@
 #include "shardsim/viz/chrome_trace.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <tuple>
 #include <cstdio>
 #include <string_view>
 
@@ -61,7 +63,17 @@ std::string chrome_trace_json(const ProgramSet& ps, const Timeline& tl) {
       out += "\"}}";
     }
   }
-  for (const TimelineSpan& s : tl.spans) {
+  // Sorted, so the order in which same-instant events were handled does not
+  // change the file.
+  std::vector<TimelineSpan> spans = tl.spans;
+  std::sort(spans.begin(), spans.end(), [](const TimelineSpan& a, const TimelineSpan& b) {
+    return std::tie(a.device, a.start, a.end, a.stream, a.op) < std::tie(b.device, b.start, b.end, b.stream, b.op);
+  });
+  std::vector<TimelineFlow> flows = tl.flows;
+  std::sort(flows.begin(), flows.end(), [](const TimelineFlow& a, const TimelineFlow& b) {
+    return std::tie(a.src, a.start, a.end, a.dst, a.op) < std::tie(b.src, b.start, b.end, b.dst, b.op);
+  });
+  for (const TimelineSpan& s : spans) {
     const Program& p = ps.stages[s.program];
     const Op& o = p.op(s.op);
     sep();
@@ -91,7 +103,7 @@ std::string chrome_trace_json(const ProgramSet& ps, const Timeline& tl) {
     traced[d] = 1;
   }
   uint64_t id = 0;
-  for (const TimelineFlow& f : tl.flows) {
+  for (const TimelineFlow& f : flows) {
     if (f.dst >= traced.size() || !traced[f.dst]) continue;
     const unsigned tid = ps.stages[f.program].op(f.op).stream;
     ++id;

@@ -35,7 +35,7 @@ std::string step_report_json(const StepReport& r) {
               {"simulated_devices", r.sim.simulated_devices},
               {"ops_per_device", r.sim.ops_per_device},
               {"wall_s", r.sim.wall_s}};
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace shardsim

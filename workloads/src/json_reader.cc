@@ -5,7 +5,8 @@
 namespace shardsim::detail {
 
 std::string describe(const Json& j) {
-  std::string s = j.dump();
+  // Replace invalid UTF-8 (a --set value is taken as raw text) rather than throw.
+  std::string s = j.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return std::string(j.type_name()) + " " + s;
 }
@@ -147,6 +148,12 @@ Json parse_json_text(const std::string& text, const std::string& file) {
     const auto colon = msg.find(": ", msg.find("parse error"));
     if (colon != std::string::npos) msg = msg.substr(colon + 2);
     throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(col), "", "malformed JSON: " + msg);
+  } catch (const Json::exception& e) {
+    // For example a number too large for a double (out_of_range 406).
+    std::string msg = e.what();
+    const auto bracket = msg.find("] ");
+    if (bracket != std::string::npos) msg = msg.substr(bracket + 2);
+    throw InputError(file, "", "malformed JSON: " + msg);
   }
 }
 

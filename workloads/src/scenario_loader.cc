@@ -60,8 +60,8 @@ void apply_override(Json& root, const Override& o, const std::string& file) {
   Json value;
   try {
     value = Json::parse(o.value);
-  } catch (const Json::parse_error&) {
-    value = o.value;  // a bare word is a string
+  } catch (const Json::exception&) {
+    value = o.value;  // a bare word (or anything else that is not JSON) is a string
   }
   Json* node = &root;
   std::string ptr;
@@ -167,6 +167,20 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
                       : k == std::string("vocab")      ? m.vocab
                                                        : m.head_dim;
     if (v > kMaxDim) r.fail(k, "at most " + std::to_string(kMaxDim) + " is supported, got " + std::to_string(v));
+  }
+  {
+    // Bound the parameter count (in doubles, before any int64 product) so
+    // that byte counts cannot overflow: 10^15 is a thousand times today's
+    // largest models.
+    const double h = static_cast<double>(m.hidden), L = static_cast<double>(m.layers);
+    const double per_layer = 4.0 * h * static_cast<double>(m.heads * m.head_dim) +
+                             3.0 * h * static_cast<double>(m.ffn_hidden) +
+                             (m.is_moe() ? 3.0 * h * static_cast<double>(m.moe.expert_ffn_hidden) *
+                                               static_cast<double>(m.moe.experts + m.moe.shared_experts)
+                                         : 0.0);
+    if (L * per_layer + 2.0 * h * static_cast<double>(m.vocab) > 1e15) {
+      r.fail_here("the model would have more than 10^15 parameters; at most 10^15 are supported");
+    }
   }
   if (m.heads % m.kv_heads != 0) {
     r.fail("kv_heads",
@@ -428,8 +442,9 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   }
   const __int128 tokens = static_cast<__int128>(p.global_batch) * p.seq_len;
   if (tokens > (static_cast<__int128>(1) << 50)) r.fail("global_batch", "global_batch·seq_len exceeds 2^50 tokens");
-  if (p.microbatch_size * p.seq_len > (int64_t{1} << 32)) {
-    r.fail("microbatch_size", "microbatch_size·seq_len exceeds 2^32 tokens");
+  if (p.seq_len > (int64_t{1} << 24)) r.fail("seq_len", "at most 2^24 (16,777,216) tokens per sequence are supported");
+  if (p.microbatch_size > (int64_t{1} << 24) || p.microbatch_size * p.seq_len > (int64_t{1} << 26)) {
+    r.fail("microbatch_size", "microbatch_size·seq_len exceeds 2^26 tokens per microbatch");
   }
   const __int128 ops = static_cast<__int128>(c.devices) * p.microbatches() * m.layers *
                       (p.recompute == Recompute::kFull ? 60 : 40) / p.pp;

@@ -71,10 +71,17 @@ class SimTime {
   int64_t ps_ = 0;
 };
 
+/// Longest duration a SimTime holds without risk of overflow when summed:
+/// 2^62 ps, about 53 days.
+inline constexpr int64_t kMaxDurationPs = int64_t{1} << 62;
+
 /// The one place a duration in seconds becomes integer picoseconds: rounded up,
-/// so a non-zero duration never becomes zero.
+/// so a non-zero duration never becomes zero; saturated at kMaxDurationPs
+/// (inputs are bounded well below it, see run_training_step).
 inline SimTime to_sim_time(double seconds) {
-  return SimTime::from_ps(static_cast<int64_t>(std::ceil(seconds * 1e12)));
+  const double ps = std::ceil(seconds * 1e12);
+  if (!(ps < static_cast<double>(kMaxDurationPs))) return SimTime::from_ps(kMaxDurationPs);
+  return SimTime::from_ps(static_cast<int64_t>(ps));
 }
 
 // Factories (decimal prefixes unless the name says otherwise).

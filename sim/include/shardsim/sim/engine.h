@@ -27,6 +27,10 @@ struct EngineOptions {
   /// (their contention is modelled). Traffic that stays inside other replicas
   /// (tp collectives, pipeline transfers) is not simulated.
   bool replica_shortcut = false;
+  /// Non-zero: devices start their first ops in an order shuffled with this
+  /// seed instead of by id. Results must not depend on it (a test checks);
+  /// it perturbs the order of same-instant events.
+  uint64_t start_order_seed = 0;
 };
 
 struct EngineResult {
