@@ -107,7 +107,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (no_timing) run.report.sim.wall_s = 0;
   if (!trace_file.empty()) {
     std::string err;
-    if (!write_file_atomic(trace_file, chrome_trace_json(run.programs, run.timeline), err)) {
+    if (!write_file_atomic(
+            trace_file, [&](std::FILE* f) { return write_chrome_trace(f, run.programs, run.timeline); }, err)) {
       throw UsageError(err);
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <functional>
 #include <tuple>
 #include <cstdio>
 #include <string_view>
@@ -36,17 +37,17 @@ std::string_view category(const Op& o) {
   return o.kind == OpKind::kCompute ? to_string(o.compute) : to_string(o.collective);
 }
 
-}  // namespace
-
-std::string chrome_trace_json(const ProgramSet& ps, const Timeline& tl) {
+/// Writes the trace into `out`, handing it to `flush` whenever it grows past
+/// a megabyte (flush may write it out and clear it) and once at the end.
+void emit_trace(const ProgramSet& ps, const Timeline& tl, std::string& out,
+                const std::function<void(std::string&)>& flush) {
   const Program& any = ps.stages.front();  // every stage declares the same streams
-  std::string out;
-  out.reserve(256 + tl.spans.size() * 200 + tl.flows.size() * 200);
   out += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   bool first = true;
   auto sep = [&] {
     if (!first) out += ",\n";
     first = false;
+    if (out.size() > (1u << 20)) flush(out);
   };
   char buf[160];
   for (uint32_t d : tl.devices) {
@@ -126,7 +127,26 @@ std::string chrome_trace_json(const ProgramSet& ps, const Timeline& tl) {
     out += "}";
   }
   out += "\n]}\n";
+  flush(out);
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const ProgramSet& ps, const Timeline& tl) {
+  std::string out;
+  out.reserve(256 + tl.spans.size() * 200 + tl.flows.size() * 200);
+  emit_trace(ps, tl, out, [](std::string&) {});
   return out;
+}
+
+bool write_chrome_trace(std::FILE* file, const ProgramSet& ps, const Timeline& tl) {
+  std::string out;
+  bool ok = true;
+  emit_trace(ps, tl, out, [&](std::string& chunk) {
+    ok = ok && std::fwrite(chunk.data(), 1, chunk.size(), file) == chunk.size();
+    chunk.clear();
+  });
+  return ok;
 }
 
 }  // namespace shardsim

@@ -1,6 +1,7 @@
 // Chrome Trace Event Format (loads in Perfetto and chrome://tracing).
 #pragma once
 
+#include <cstdio>
 #include <string>
 
 #include "shardsim/core/program.h"
@@ -12,5 +13,7 @@ namespace shardsim {
 /// event per op with its FLOPs and bytes, and flow arrows ("s"/"f") for
 /// point-to-point transfers between recorded devices. Times in microseconds.
 std::string chrome_trace_json(const ProgramSet& programs, const Timeline& timeline);
+/// The same, streamed to `file` a megabyte at a time. False on a write error.
+bool write_chrome_trace(std::FILE* file, const ProgramSet& programs, const Timeline& timeline);
 
 }  // namespace shardsim
