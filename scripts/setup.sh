@@ -8,5 +8,6 @@ apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config git ca-certificates \
   nlohmann-json3-dev libboost-graph-dev libsimgrid-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  libopenmpi-dev openmpi-bin libopenblas-dev >/dev/null
+  libopenmpi-dev openmpi-bin libopenblas-dev \
+  clang libclang-rt-14-dev >/dev/null
 echo "shardsim: dependencies installed"
