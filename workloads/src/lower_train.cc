@@ -142,20 +142,23 @@ class StageLowering {
   /// Recomputed forward ops are executed, not model, work.
   double model_share(Pass pass, double share) const { return pass == Pass::kRecompute ? 0.0 : share; }
 
-  /// [m,k]·[k,n]; `model_fraction` is the part of the work that is model
-  /// work (the rest: replicated KV heads, vocabulary padding).
+  /// `batch` products [m,k]·[k,n]; `model_fraction` is the part of the work
+  /// that is model work (the rest: replicated KV heads, vocabulary padding,
+  /// masked attention scores, expert capacity padding).
   OpId matmul(std::string_view name, int32_t layer, Pass pass, int64_t m, int64_t n, int64_t k,
-              std::initializer_list<OpId> deps, double model_fraction = 1.0) {
+              std::initializer_list<OpId> deps, double model_fraction = 1.0, int64_t batch = 1) {
     Op o = base(name, layer, pass, kC);
     o.compute = ComputeKind::kMatmul;
     o.dtype = p_.matmul_dtype;
+    o.batch = batch;
     o.m = m;
     o.n = n;
     o.k = k;
-    o.flops = Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+    o.flops = Flops(2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
+                    static_cast<double>(k));
     o.model_flops = o.flops * model_share(pass, model_fraction);
-    o.bytes_read = Bytes((m * k + k * n) * w_);
-    o.bytes_written = Bytes(m * n * kAct);
+    o.bytes_read = Bytes(batch * (m * k + k * n) * w_);
+    o.bytes_written = Bytes(batch * m * n * kAct);
     return b_.add(o, deps);
   }
 
@@ -264,19 +267,7 @@ class StageLowering {
     const int64_t scores = b * s * s;
     const double causal = static_cast<double>(s + 1) / static_cast<double>(2 * s);
     auto bmm = [&](std::string_view name, Pass ps, int64_t m, int64_t n, int64_t k, OpId after) {
-      Op o = base(name, layer, ps, kC);
-      o.compute = ComputeKind::kMatmul;
-      o.dtype = p_.matmul_dtype;
-      o.batch = b;
-      o.m = m;
-      o.n = n;
-      o.k = k;
-      o.flops = Flops(2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(n) *
-                      static_cast<double>(k));
-      o.model_flops = o.flops * model_share(ps, causal);
-      o.bytes_read = Bytes(b * (m * k + k * n) * kAct);
-      o.bytes_written = Bytes(b * m * n * kAct);
-      return b_.add(o, {after});
+      return matmul(name, layer, ps, m, n, k, {after}, causal, b);
     };
     auto pointwise = [&](std::string_view name, Pass ps, int64_t read, int64_t write, OpId after) {
       return memop(ComputeKind::kSoftmax, name, layer, ps, scores, read, write, 5, {after});
@@ -501,21 +492,9 @@ class StageLowering {
   /// Grouped matmul over the local experts; padding slots are not model work.
   OpId experts_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
                       std::initializer_list<OpId> deps) {
-    Op o = base(name, L, pass, kC);
-    o.compute = ComputeKind::kMatmul;
-    o.dtype = p_.matmul_dtype;
-    o.batch = local_experts_;
-    o.m = m;
-    o.n = n;
-    o.k = k;
-    o.flops = Flops(2.0 * static_cast<double>(local_experts_) * static_cast<double>(m) * static_cast<double>(n) *
-                    static_cast<double>(k));
     const double useful = static_cast<double>(Ts_ * m_.moe.top_k) /
                           static_cast<double>(slots_per_expert() * m_.moe.experts / p_.ep);
-    o.model_flops = o.flops * model_share(pass, std::min(1.0, useful));
-    o.bytes_read = Bytes(local_experts_ * (m * k + k * n) * w_);
-    o.bytes_written = Bytes(local_experts_ * m * n * kAct);
-    return b_.add(o, deps);
+    return matmul(name, L, pass, m, n, k, deps, std::min(1.0, useful), local_experts_);
   }
   OpId all_to_all(std::string_view name, int32_t L, Pass pass, OpId dep) {
     if (p_.ep == 1) return dep;
