@@ -23,7 +23,7 @@ void BM_RingAllReduceAcrossNodes(benchmark::State& state) {
   uint64_t events = 0;
   for (auto _ : state) {
     const EngineResult r = simulate_collective(CollectiveKind::kAllReduce, Bytes(1 << 30), mesh,
-                                               axis_bit(MeshAxis::kDp), *topo, ChipSpec{}, SimTime(), false);
+                                               axis_bit(MeshAxis::kDp), *topo, ChipSpec{}, CollectiveCosts{}, false);
     events += r.events;
   }
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);

@@ -30,7 +30,7 @@ int run_one(const std::string& file, bool shortcut) {
   const auto topo = shardsim::build_topology(s.cluster);
   const shardsim::Mesh mesh = shardsim::build_mesh(s.plan);
   shardsim::EngineOptions opt;
-  opt.collective_base_latency = s.cluster.collective_base_latency;
+  opt.collective = s.cluster.collective;
   // As the CLI's auto setting: one data-parallel replica above 2048 devices.
   opt.replica_shortcut = (shortcut || s.cluster.devices > 2048) && s.plan.dp > 1;
   const auto t2 = clock::now();

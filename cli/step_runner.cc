@@ -45,7 +45,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   const Mesh mesh = build_mesh(s.plan);
   EngineOptions opt;
   opt.trace_devices = trace_devices;
-  opt.collective_base_latency = s.cluster.collective_base_latency;
+  opt.collective = s.cluster.collective;
   opt.replica_shortcut = replica_shortcut;
   EngineResult er = simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

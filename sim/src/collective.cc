@@ -22,9 +22,13 @@ namespace {
 
 using Ring = std::vector<DeviceId>;
 
-/// Latency of the slowest route among a ring's edges.
-SimTime ring_step_latency(const std::vector<Ring>& rings, bool bidirectional, const Topology& topo) {
-  SimTime worst;
+/// The slowest route latency and the narrowest link along a ring's edges.
+struct RingStep {
+  SimTime alpha;
+  double min_bandwidth = 0;  // bytes per second
+};
+RingStep ring_step(const std::vector<Ring>& rings, bool bidirectional, const Topology& topo) {
+  RingStep step;
   std::vector<LinkId> route;
   for (const Ring& r : rings) {
     const size_t n = r.size();
@@ -32,19 +36,37 @@ SimTime ring_step_latency(const std::vector<Ring>& rings, bool bidirectional, co
       for (int dir = 0; dir < (bidirectional ? 2 : 1); ++dir) {
         const DeviceId a = r[i];
         const DeviceId b = dir == 0 ? r[(i + 1) % n] : r[(i + n - 1) % n];
+        if (a == b) continue;
         route.clear();
         topo.route(a, b, route);
         SimTime lat;
-        for (LinkId l : route) lat += topo.link(l).latency;
-        worst = std::max(worst, lat);
+        for (LinkId l : route) {
+          lat += topo.link(l).latency;
+          const double bw = topo.link(l).bandwidth.value();
+          if (step.min_bandwidth == 0 || bw < step.min_bandwidth) step.min_bandwidth = bw;
+        }
+        step.alpha = std::max(step.alpha, lat);
       }
     }
   }
-  return worst;
+  return step;
 }
 
-/// One ring phase: every ring moves (r-1)/r·data bytes over each edge.
-CollectivePhase ring_phase(const std::vector<Ring>& rings, double data, bool bidirectional, const Topology& topo) {
+/// Latency of `steps` pipelined ring steps that each move `step_bytes` at
+/// most: α per step plus the pipeline fill, min(chunk, step_bytes) per step
+/// at the narrowest link's bandwidth.
+SimTime ring_latency(const RingStep& step, int64_t steps, double step_bytes, const CollectiveCosts& costs) {
+  double fill_s = 0;
+  if (costs.pipeline_chunk.value() > 0 && step.min_bandwidth > 0) {
+    fill_s = std::min(static_cast<double>(costs.pipeline_chunk.value()), step_bytes) / step.min_bandwidth;
+  }
+  return (step.alpha + to_sim_time(fill_s)) * steps;
+}
+
+/// One ring phase: every ring moves (r-1)/r·data bytes over each edge, in
+/// r-1 steps of data/r.
+CollectivePhase ring_phase(const std::vector<Ring>& rings, double data, bool bidirectional, const Topology& topo,
+                           const CollectiveCosts& costs) {
   CollectivePhase ph;
   size_t r = 0;
   for (const Ring& ring : rings) {
@@ -61,7 +83,22 @@ CollectivePhase ring_phase(const std::vector<Ring>& rings, double data, bool bid
       }
     }
   }
-  if (r >= 2) ph.latency = ring_step_latency(rings, bidirectional, topo) * static_cast<int64_t>(r - 1);
+  if (r >= 2) {
+    // A node's channels (and so its pipeline chunk) are shared by the rings
+    // that pass through it: k network rings of a hierarchical plan each get
+    // chunk / k.
+    CollectiveCosts shared = costs;
+    if (topo.kind() == FabricKind::kNvswitchFatTree) {
+      const int64_t node = topo.node_of(rings.front().front());
+      int64_t through = 0;
+      for (const Ring& ring : rings) {
+        through += std::any_of(ring.begin(), ring.end(), [&](DeviceId d) { return topo.node_of(d) == node; });
+      }
+      shared.pipeline_chunk = Bytes(costs.pipeline_chunk.value() / std::max<int64_t>(1, through));
+    }
+    const double step_bytes = data / static_cast<double>(r) / (bidirectional ? 2.0 : 1.0);
+    ph.latency = ring_latency(ring_step(rings, bidirectional, topo), static_cast<int64_t>(r - 1), step_bytes, shared);
+  }
   return ph;
 }
 
@@ -151,7 +188,7 @@ std::vector<Level> levels_for(std::span<const DeviceId> members, const Topology&
 }  // namespace
 
 CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
-                               SimTime base_latency) {
+                               const CollectiveCosts& costs) {
   CollectivePlan plan;
   const auto p = static_cast<int64_t>(members.size());
   const double S = static_cast<double>(size.value());
@@ -183,7 +220,7 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
     Ring chain(members.begin(), members.end());
     CollectivePhase ph;
     for (size_t i = 0; i + 1 < chain.size(); ++i) ph.flows.push_back({chain[i], chain[i + 1], S});
-    ph.latency = ring_step_latency({chain}, false, topo) * (p - 1);
+    ph.latency = ring_latency(ring_step({chain}, false, topo), p - 1, S, costs);
     plan.phases.push_back(std::move(ph));
   } else {
     std::vector<Level> levels = levels_for(members, topo, plan.algorithm);
@@ -199,7 +236,9 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
       data[i] = d;
       d /= static_cast<double>(levels[i].size());
     }
-    auto phase = [&](size_t i) { return ring_phase(levels[i].rings, data[i], levels[i].bidirectional, topo); };
+    auto phase = [&](size_t i) {
+      return ring_phase(levels[i].rings, data[i], levels[i].bidirectional, topo, costs);
+    };
     auto rs = [&] {
       for (size_t i = 0; i < nl; ++i) plan.phases.push_back(phase(i));
     };
@@ -220,15 +259,21 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
     // not (k-1) + (n-1) (NCCL src/graph/tuning.cc: ring latency grows with
     // nRanks). All-reduce keeps the level latencies, like NCCL's tree.
     if (topo.kind() == FabricKind::kNvswitchFatTree && nl > 1 && kind != CollectiveKind::kAllReduce) {
-      SimTime alpha;
-      for (const Level& lv : levels) alpha = std::max(alpha, ring_step_latency(lv.rings, lv.bidirectional, topo));
+      RingStep slowest;
+      for (const Level& lv : levels) {
+        const RingStep st = ring_step(lv.rings, lv.bidirectional, topo);
+        slowest.alpha = std::max(slowest.alpha, st.alpha);
+        if (slowest.min_bandwidth == 0 || st.min_bandwidth < slowest.min_bandwidth) {
+          slowest.min_bandwidth = st.min_bandwidth;
+        }
+      }
       for (auto& ph : plan.phases) ph.latency = SimTime();
-      plan.phases.front().latency = alpha * (p - 1);
+      plan.phases.front().latency = ring_latency(slowest, p - 1, S / static_cast<double>(p), costs);
       plan.algorithm = "ring (nvlink + network, NCCL channels)";
     }
   }
   SHARDSIM_ASSERT(!plan.phases.empty(), "a collective over two or more devices has a phase");
-  plan.phases.front().latency += base_latency;
+  plan.phases.front().latency += costs.base_latency;
   return plan;
 }
 

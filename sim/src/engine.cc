@@ -395,7 +395,7 @@ class Engine {
     if (fresh) {
       mesh_.group_members(any_member, o.axes, it->second.members);
       it->second.plan =
-          plan_collective(o.collective, o.comm_bytes, it->second.members, topo_, opt_.collective_base_latency);
+          plan_collective(o.collective, o.comm_bytes, it->second.members, topo_, opt_.collective);
     }
     r.cached = &it->second;
     r.phase = 0;
@@ -573,7 +573,7 @@ EngineResult simulate(const ProgramSet& programs, const Mesh& mesh, const Topolo
 namespace shardsim {
 
 EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes, const Topology& topo,
-                                 const ChipSpec& chip, SimTime base_latency, bool all_groups) {
+                                 const ChipSpec& chip, const CollectiveCosts& costs, bool all_groups) {
   ProgramBuilder b;
   b.add_stream("comm");
   Op o;
@@ -586,7 +586,7 @@ EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& me
   ProgramSet programs;
   programs.stages.push_back(std::move(b).finish());
   EngineOptions opt;
-  opt.collective_base_latency = base_latency;
+  opt.collective = costs;
   if (!all_groups) mesh.group_members(0, axes, opt.active_devices);
   return simulate(programs, mesh, topo, chip, opt);
 }

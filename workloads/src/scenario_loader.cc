@@ -219,7 +219,11 @@ FatTreeSpec parse_fat_tree(ObjectReader& r, const ChipSpec& chip, int64_t device
   f.leaves_per_pod = r.int_in("leaves_per_pod", 1, 1 << 16, 16);
   f.oversubscription = r.number_in("oversubscription", 1, 1000, 1);
   // NCCL tuning model baseLat for ring LL128: about 10 us per collective call.
-  c.collective_base_latency = microseconds(r.number_in("base_latency_us", 0, 1e6, 10.0));
+  c.collective.base_latency = microseconds(r.number_in("base_latency_us", 0, 1e6, 10.0));
+  // NCCL_BUFFSIZE default (4 MiB): the data a ring step moves across its
+  // channels. It reproduces the pipeline-fill cost seen in nccl-tests
+  // (docs/model.md, section 9).
+  c.collective.pipeline_chunk = Bytes(r.int_in("pipeline_chunk_bytes", 0, int64_t{1} << 40, int64_t{4} << 20));
   return f;
 }
 
@@ -263,7 +267,8 @@ TorusSpec parse_torus(ObjectReader& r, const ChipSpec& chip, int64_t devices, Cl
   t.link_efficiency = r.number_in("link_efficiency", 0.01, 1, 1.0);
   // Scaling book rule of thumb: about 1 us per ICI hop.
   t.hop_latency = microseconds(r.number_in("hop_latency_us", 0, 1e6, 1.0));
-  c.collective_base_latency = microseconds(r.number_in("base_latency_us", 0, 1e6, 0.0));
+  c.collective.base_latency = microseconds(r.number_in("base_latency_us", 0, 1e6, 0.0));
+  c.collective.pipeline_chunk = Bytes(r.int_in("pipeline_chunk_bytes", 0, int64_t{1} << 40, 0));
   return t;
 }
 

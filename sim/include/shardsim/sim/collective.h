@@ -39,8 +39,9 @@ struct CollectivePlan {
 ///   bidirectional rings along that axis; otherwise one ring.
 ///   All-to-all: direct, every pair at once.
 /// Each ring phase of r members costs r-1 steps of latency α (the longest
-/// route latency of its flows); `base_latency` is paid once.
+/// route latency of its flows) plus the pipeline fill of `costs`; the base
+/// latency of `costs` is paid once.
 CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
-                               SimTime base_latency);
+                               const CollectiveCosts& costs);
 
 }  // namespace shardsim

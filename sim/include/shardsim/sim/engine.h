@@ -20,7 +20,7 @@ struct EngineOptions {
   /// If non-empty, only these devices run the program (the rest idle); used
   /// to time one collective group alone.
   std::vector<uint32_t> active_devices;
-  SimTime collective_base_latency;
+  CollectiveCosts collective;  ///< fixed costs of collectives on this fabric
   /// Simulate only data-parallel replica 0 (dp coordinate 0): replicas run
   /// the same program, so a collective spanning dp counts the other members
   /// as arriving with replica 0's, and its flows still cover every member
@@ -56,6 +56,6 @@ EngineResult simulate(const ProgramSet& programs, const Mesh& mesh, const Topolo
 /// device 0, alone on the fabric (or, with all_groups, every such group at
 /// once). Its step_time is the collective's time.
 EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes, const Topology& topo,
-                                 const ChipSpec& chip, SimTime base_latency, bool all_groups);
+                                 const ChipSpec& chip, const CollectiveCosts& costs, bool all_groups);
 
 }  // namespace shardsim

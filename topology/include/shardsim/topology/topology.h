@@ -56,6 +56,16 @@ struct FatTreeSpec {
   double oversubscription = 1.0;  ///< leaf down capacity / leaf up capacity
 };
 
+/// Fixed costs of a collective beyond its bytes over the links.
+struct CollectiveCosts {
+  /// Paid once per collective call (NCCL's base latency).
+  SimTime base_latency;
+  /// Data one pipelined ring step moves before the next rank can forward it:
+  /// a ring of r ranks fills its pipeline in (r-1) steps of this size, i.e.
+  /// (r-1)·chunk/B on top of the α-β time (Patarasuk & Yuan 2009). 0: no fill.
+  Bytes pipeline_chunk{0};
+};
+
 class Topology {
  public:
   virtual ~Topology() = default;

@@ -19,7 +19,7 @@ struct ClusterSpec {
   FabricKind fabric = FabricKind::kNvswitchFatTree;
   TorusSpec torus;
   FatTreeSpec fat_tree;
-  SimTime collective_base_latency;  ///< fixed software cost of one collective call
+  CollectiveCosts collective;  ///< base latency and pipeline chunk of collectives
 };
 
 /// Published measurements a scenario reproduces (its optional "published"
