@@ -118,10 +118,9 @@ int cmd_collective(const std::vector<std::string>& args) {
 
   std::vector<uint32_t> members;
   mesh.group_members(0, axes, members);
-  const EngineResult r = simulate_collective(kind, Bytes(size), mesh, axes, *topo, cluster.chip,
-                                             cluster.collective, concurrent);
-  const std::string algo =
-      plan_collective(kind, Bytes(size), members, *topo, cluster.collective).algorithm;
+  const EngineResult r =
+      simulate_collective(kind, Bytes(size), mesh, axes, *topo, cluster.chip, cluster.collective, concurrent);
+  const std::string algo = plan_collective(kind, Bytes(size), members, *topo, cluster.collective).algorithm;
 
   const double t = r.step_time.seconds();
   const double n = static_cast<double>(members.size());

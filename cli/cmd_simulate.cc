@@ -31,11 +31,12 @@ std::string gib(int64_t b) {
 
 void print_summary(const Scenario& s, const StepReport& r) {
   const Plan& p = s.plan;
-  std::printf("%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
-              r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
-              static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.cp), p.zero,
-              p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
-              static_cast<long long>(p.microbatch_size), static_cast<long long>(p.seq_len));
+  std::printf(
+      "%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
+      r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
+      static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.cp), p.zero,
+      p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
+      static_cast<long long>(p.microbatch_size), static_cast<long long>(p.seq_len));
   std::printf("  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);
   std::printf("  MFU                %.1f %%    (HFU %.1f %%; per device %.1f model, %.1f hardware TFLOP/s)\n",
               100 * r.mfu, 100 * r.hfu, r.model_tflops_per_device, r.hardware_tflops_per_device);
@@ -55,10 +56,11 @@ void print_summary(const Scenario& s, const StepReport& r) {
     }
     std::printf("\n");
   }
-  std::printf("  simulation         %llu events, %llu flows, %lld ops per device, %lld of %lld devices run, %.3f s wall\n",
-              static_cast<unsigned long long>(r.sim.events), static_cast<unsigned long long>(r.sim.flows),
-              static_cast<long long>(r.sim.ops_per_device), static_cast<long long>(r.sim.simulated_devices),
-              static_cast<long long>(r.devices), r.sim.wall_s);
+  std::printf(
+      "  simulation         %llu events, %llu flows, %lld ops per device, %lld of %lld devices run, %.3f s wall\n",
+      static_cast<unsigned long long>(r.sim.events), static_cast<unsigned long long>(r.sim.flows),
+      static_cast<long long>(r.sim.ops_per_device), static_cast<long long>(r.sim.simulated_devices),
+      static_cast<long long>(r.devices), r.sim.wall_s);
 }
 
 }  // namespace

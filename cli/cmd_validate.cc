@@ -19,10 +19,14 @@ int cmd_validate(const std::vector<std::string>& args) {
   std::string dir;
   bool json = false;
   for (const std::string& a : args) {
-    if (a == "--json") json = true;
-    else if (!a.empty() && a[0] == '-') throw UsageError("validate: unknown option " + a);
-    else if (dir.empty()) dir = a;
-    else throw UsageError("validate: one directory expected, got a second: " + a);
+    if (a == "--json")
+      json = true;
+    else if (!a.empty() && a[0] == '-')
+      throw UsageError("validate: unknown option " + a);
+    else if (dir.empty())
+      dir = a;
+    else
+      throw UsageError("validate: one directory expected, got a second: " + a);
   }
   if (dir.empty()) throw UsageError("validate: expected a directory of scenarios");
   std::error_code ec;
@@ -76,8 +80,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   std::printf("\ntime and throughput: %d rows, mean |error| %.1f%%, max %.1f%%\n", perf_n, 100 * perf_mean,
               100 * perf_max);
-  std::printf("memory:              %d rows, mean |error| %.1f%%, max %.1f%%\n", mem_n, 100 * mem_mean,
-              100 * mem_max);
+  std::printf("memory:              %d rows, mean |error| %.1f%%, max %.1f%%\n", mem_n, 100 * mem_mean, 100 * mem_max);
   return 0;
 }
 

@@ -67,8 +67,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
     max_ops = std::max(max_ops, p.size());
     for (const Op& o : p.ops()) {
       model += o.model_flops.value();
-      if (o.kind == OpKind::kCompute &&
-          (o.compute == ComputeKind::kMatmul || o.compute == ComputeKind::kAttention)) {
+      if (o.kind == OpKind::kCompute && (o.compute == ComputeKind::kMatmul || o.compute == ComputeKind::kAttention)) {
         executed += o.flops.value();
       }
     }

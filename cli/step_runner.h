@@ -19,7 +19,6 @@ struct StepRun {
 /// Lowers and simulates `s`, recording the spans of `trace_devices`. With
 /// `replica_shortcut`, only data-parallel replica 0 is simulated (see
 /// EngineOptions::replica_shortcut).
-StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices,
-                          bool replica_shortcut = false);
+StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut = false);
 
 }  // namespace shardsim

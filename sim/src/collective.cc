@@ -236,9 +236,7 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
       data[i] = d;
       d /= static_cast<double>(levels[i].size());
     }
-    auto phase = [&](size_t i) {
-      return ring_phase(levels[i].rings, data[i], levels[i].bidirectional, topo, costs);
-    };
+    auto phase = [&](size_t i) { return ring_phase(levels[i].rings, data[i], levels[i].bidirectional, topo, costs); };
     auto rs = [&] {
       for (size_t i = 0; i < nl; ++i) plan.phases.push_back(phase(i));
     };

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <random>
 #include <queue>
+#include <random>
 #include <unordered_map>
 
 #include "shardsim/core/error.h"
@@ -252,9 +252,13 @@ class Engine {
     std::vector<uint16_t> dep_count;
     std::vector<uint64_t> coll_slot;
   };
-  const Program& program(uint32_t d) const { return ps_.stages[stage_of_[d]]; }
+  const Program& program(uint32_t d) const {
+    return ps_.stages[stage_of_[d]];
+  }
 
-  void push(SimTime t, EvType type, uint32_t a, uint32_t b) { queue_.push(t.ps(), Event{a, b, type}); }
+  void push(SimTime t, EvType type, uint32_t a, uint32_t b) {
+    queue_.push(t.ps(), Event{a, b, type});
+  }
 
   void handle(const Event& e) {
     switch (e.type) {
@@ -288,7 +292,8 @@ class Engine {
   void start(uint32_t d, OpId op) {
     const Op& o = program(d).op(op);
 #if SHARDSIM_EXPENSIVE_CHECKS
-    for (OpId dep : program(d).deps(op)) SHARDSIM_ASSERT(ended_[rem_offset_[d] + dep], "an op started before its dependency ended");
+    for (OpId dep : program(d).deps(op))
+      SHARDSIM_ASSERT(ended_[rem_offset_[d] + dep], "an op started before its dependency ended");
 #endif
     if (trace_index_[d] >= 0) trace_starts_[static_cast<size_t>(trace_index_[d])][op] = now_;
     switch (o.kind) {
@@ -394,8 +399,7 @@ class Engine {
     auto [it, fresh] = plans_.try_emplace(key);
     if (fresh) {
       mesh_.group_members(any_member, o.axes, it->second.members);
-      it->second.plan =
-          plan_collective(o.collective, o.comm_bytes, it->second.members, topo_, opt_.collective);
+      it->second.plan = plan_collective(o.collective, o.comm_bytes, it->second.members, topo_, opt_.collective);
     }
     r.cached = &it->second;
     r.phase = 0;

@@ -57,14 +57,13 @@ TEST(CollectiveClosedForm, RingPipelineFillAddsOneChunkPerStep) {
   const auto topo = make_fat_tree(gpu_fabric(), 8);
   const double S = 256e6, B = 450e9, alpha = 2 * 0.95e-6, p = 8, chunk = 4 << 20;
   const double expect = (p - 1) / p * S / B + (p - 1) * (alpha + chunk / B);
-  EXPECT_NEAR(seconds(CollectiveKind::kAllGather, 256'000'000, mesh(8, 1), kTp, *topo, SimTime(), false,
-                      Bytes(4 << 20)),
-              expect, expect * 0.01);
+  EXPECT_NEAR(
+      seconds(CollectiveKind::kAllGather, 256'000'000, mesh(8, 1), kTp, *topo, SimTime(), false, Bytes(4 << 20)),
+      expect, expect * 0.01);
   // A small message fills with S/p per step instead.
   const double small = 1e6;
   const double expect_small = (p - 1) / p * small / B + (p - 1) * (alpha + small / p / B);
-  EXPECT_NEAR(seconds(CollectiveKind::kAllGather, 1'000'000, mesh(8, 1), kTp, *topo, SimTime(), false,
-                      Bytes(4 << 20)),
+  EXPECT_NEAR(seconds(CollectiveKind::kAllGather, 1'000'000, mesh(8, 1), kTp, *topo, SimTime(), false, Bytes(4 << 20)),
               expect_small, expect_small * 0.01);
 }
 
@@ -147,8 +146,8 @@ TEST(CollectiveProperties, OversubscribedAllToAllSlowsDown) {
 TEST(CollectiveProperties, BytesAreConservedOverLinks) {
   const auto topo = make_torus(torus({4, 4}));
   const Mesh m = mesh(1, 16);
-  const EngineResult r =
-      simulate_collective(CollectiveKind::kAllGather, Bytes(16'000'000), m, kDp, *topo, ChipSpec{}, CollectiveCosts{}, false);
+  const EngineResult r = simulate_collective(CollectiveKind::kAllGather, Bytes(16'000'000), m, kDp, *topo, ChipSpec{},
+                                             CollectiveCosts{}, false);
   double link_sum = 0;
   for (double b : r.link_bytes) link_sum += b;
   EXPECT_NEAR(link_sum, r.flow_byte_hops, 1e-6 * link_sum);
@@ -161,9 +160,12 @@ TEST(CollectivePlan, AlgorithmFollowsTheGroupShape) {
   std::vector<DeviceId> node{0, 1, 2, 3, 4, 5, 6, 7};
   std::vector<DeviceId> rail{0, 8, 16, 24};
   std::vector<DeviceId> two_nodes{0, 1, 8, 9};
-  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), node, *topo, CollectiveCosts{}).algorithm, "ring (nvlink)");
-  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), rail, *topo, CollectiveCosts{}).algorithm, "ring (network)");
-  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), two_nodes, *topo, CollectiveCosts{}).phases.size(), 4u);
+  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), node, *topo, CollectiveCosts{}).algorithm,
+            "ring (nvlink)");
+  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), rail, *topo, CollectiveCosts{}).algorithm,
+            "ring (network)");
+  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(1), two_nodes, *topo, CollectiveCosts{}).phases.size(),
+            4u);
 }
 
 }  // namespace

@@ -121,9 +121,12 @@ TEST(Engine, FsdpPrefetchIsNeverSlower) {
 TEST(Engine, DataParallelGradientReductionOverlapsBackward) {
   // Buckets all-reduced during the backward pass leave less communication
   // exposed than one all-reduce of every gradient after it.
-  const std::vector<Override> ddp{{"plan.zero", "0"},        {"plan.tp", "1"},
-                                  {"plan.dp", "64"},         {"plan.sequence_parallel", "false"},
-                                  {"plan.global_batch", "512"}, {"plan.microbatch_size", "8"},
+  const std::vector<Override> ddp{{"plan.zero", "0"},
+                                  {"plan.tp", "1"},
+                                  {"plan.dp", "64"},
+                                  {"plan.sequence_parallel", "false"},
+                                  {"plan.global_batch", "512"},
+                                  {"plan.microbatch_size", "8"},
                                   {"plan.seq_len", "8192"}};
   auto exposed = [&](const char* bucket_bytes) {
     auto sets = ddp;

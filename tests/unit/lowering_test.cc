@@ -100,8 +100,9 @@ TEST(Params, MatchPublishedSizes) {
   EXPECT_NEAR(total("mixtral-8x7b") / 1e9, 46.7, 0.1);
   EXPECT_NEAR(total("deepseek-v3") / 1e9, 671.0, 3.0);
   auto active = [](const char* name) {
-    const Scenario s = testing::scenario(std::string(R"({"model": ")") + name +
-                                         R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
+    const Scenario s =
+        testing::scenario(std::string(R"({"model": ")") + name +
+                          R"(", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})");
     const ParamCount pc = count_params(s.model);
     return static_cast<double>(pc.matmul() + pc.embedding);
   };
@@ -112,12 +113,15 @@ TEST(Params, MatchPublishedSizes) {
 TEST(Memory, HybridFsdpShardsWithinItsGroup) {
   const std::string base =
       R"({"model": "llama3-8b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "zero": 3, "global_batch": 64, "seq_len": 2048}})";
-  auto opt = [&](const std::vector<Override>& sets) { return training_memory(testing::scenario(base, sets)).components[2].bytes; };
+  auto opt = [&](const std::vector<Override>& sets) {
+    return training_memory(testing::scenario(base, sets)).components[2].bytes;
+  };
   const int64_t full = opt({});
   const int64_t hybrid = opt({{"plan.fsdp_shard_size", "8"}});
   EXPECT_NEAR(static_cast<double>(hybrid) / static_cast<double>(full), 8.0, 0.01);
   // bf16 optimizer copies halve the optimizer state.
-  EXPECT_NEAR(static_cast<double>(opt({{"plan.master_weights_dtype", "\"bf16\""}, {"plan.optimizer_state_dtype", "\"bf16\""}})) /
+  EXPECT_NEAR(static_cast<double>(
+                  opt({{"plan.master_weights_dtype", "\"bf16\""}, {"plan.optimizer_state_dtype", "\"bf16\""}})) /
                   static_cast<double>(full),
               0.5, 0.01);
 }

@@ -17,8 +17,7 @@ namespace {
 
 /// Programs for `stages` stages that follow `schedule` with compute ops of
 /// t_f / v (forward) and t_b / v (backward) per chunk and one-byte sends.
-ProgramSet synthetic_pipeline(PipelineSchedule schedule, int64_t stages, int64_t m, int64_t v, double tf,
-                              double tb) {
+ProgramSet synthetic_pipeline(PipelineSchedule schedule, int64_t stages, int64_t m, int64_t v, double tf, double tb) {
   ProgramSet ps;
   for (int64_t s = 0; s < stages; ++s) {
     ProgramBuilder b;
@@ -85,8 +84,7 @@ TEST_P(PipelineBubble, InterleavingCutsTheBubbleByV) {
   const double tf = 1e-3, tb = 2e-3;
   for (int64_t v : {2, 4}) {
     const double expect = static_cast<double>(m) * (tf + tb) + static_cast<double>(p - 1) * (tf + tb) / v;
-    EXPECT_NEAR(simulate_pipeline(PipelineSchedule::kInterleaved, p, m, v, tf, tb), expect, expect * 0.01)
-        << "v " << v;
+    EXPECT_NEAR(simulate_pipeline(PipelineSchedule::kInterleaved, p, m, v, tf, tb), expect, expect * 0.01) << "v " << v;
   }
 }
 
@@ -154,9 +152,8 @@ TEST(ContextParallel, RingAttentionTransfersHideBehindCompute) {
   const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
       "plan": {"dp": 8, "cp": 8, "global_batch": 8, "seq_len": 65536}})";
   const double normal = run_training_step(testing::scenario(json), {}).report.step_time_s;
-  const double fast =
-      run_training_step(testing::scenario(json, {{"cluster.fabric.nvlink_GBps_per_gpu", "45000"}}), {})
-          .report.step_time_s;
+  const double fast = run_training_step(testing::scenario(json, {{"cluster.fabric.nvlink_GBps_per_gpu", "45000"}}), {})
+                          .report.step_time_s;
   EXPECT_LT(normal / fast, 1.03);
   EXPECT_GE(normal, fast);
 }

@@ -15,8 +15,8 @@ TEST(Validation, KorthikantiMemoryWithinTenPercent) {
   int checked = 0;
   for (const char* model : {"22b", "175b"}) {
     for (const char* mode : {"full", "sp-selective", "no-recompute"}) {
-      const std::string file = std::string(SHARDSIM_SOURCE_DIR "/examples/validation/korthikanti-") + model + "-" +
-                               mode + ".json";
+      const std::string file =
+          std::string(SHARDSIM_SOURCE_DIR "/examples/validation/korthikanti-") + model + "-" + mode + ".json";
       const Scenario s = load_scenario(file);
       StepReport r;
       r.memory = training_memory(s);

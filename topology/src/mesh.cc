@@ -4,8 +4,7 @@
 
 namespace shardsim {
 
-Mesh::Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order, int64_t ep,
-           int64_t ds) {
+Mesh::Mesh(std::array<int64_t, kNumMeshAxes> sizes, std::array<MeshAxis, kNumMeshAxes> order, int64_t ep, int64_t ds) {
   for (int a = 0; a < kNumMeshAxes; ++a) sizes_[static_cast<size_t>(a)] = sizes[static_cast<size_t>(a)];
   sizes_[idx(MeshAxis::kEp)] = ep;
   sizes_[idx(MeshAxis::kDs)] = ds;

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <functional>
-#include <tuple>
 #include <cstdio>
+#include <functional>
 #include <string_view>
+#include <tuple>
 
 namespace shardsim {
 namespace {

@@ -44,12 +44,12 @@ int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores, bo
   // Tensors that sequence parallelism splits over tp; otherwise replicated.
   const int64_t rep = p.sequence_parallel ? T / t : T;
   int64_t bytes = 0;
-  bytes += 2 * rep * h;                // attention norm input (residual stream)
-  bytes += 2 * rep * h;                // QKV input (norm output)
-  bytes += 2 * T * (a + 2 * kv) * d;   // q, k, v
-  bytes += 2 * T * a * d + 4 * T * a;  // attention output (= out-proj input) and log-sum-exp
-  bytes += 2 * rep * h;                // MLP norm input
-  bytes += 2 * rep * h;                // MLP input (norm output)
+  bytes += 2 * rep * h;                 // attention norm input (residual stream)
+  bytes += 2 * rep * h;                 // QKV input (norm output)
+  bytes += 2 * T * (a + 2 * kv) * d;    // q, k, v
+  bytes += 2 * T * a * d + 4 * T * a;   // attention output (= out-proj input) and log-sum-exp
+  bytes += 2 * rep * h;                 // MLP norm input
+  bytes += 2 * rep * h;                 // MLP input (norm output)
   if (m.dropout) bytes += 2 * rep * h;  // two hidden dropout masks, 1 B per element each
   if (moe_layer) {
     // Router probabilities, the permuted tokens in their capacity slots, and
@@ -109,7 +109,8 @@ MemoryReport training_memory(const Scenario& s) {
   const int64_t t = p.tp;
   const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
   const int64_t attention = m.hidden * (m.heads / t) * m.head_dim * 2 + 2 * m.hidden * kv * m.head_dim;
-  const int64_t layer = attention + (m.mlp == MlpKind::kSwiglu ? 3 : 2) * m.hidden * (m.ffn_hidden / t) + pc.per_layer_other;
+  const int64_t layer =
+      attention + (m.mlp == MlpKind::kSwiglu ? 3 : 2) * m.hidden * (m.ffn_hidden / t) + pc.per_layer_other;
   // A mixture-of-experts layer: replicated part (attention, router, shared
   // experts) and this device's experts (replicated over dp·cp / ep only).
   const int64_t moe_dense = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
@@ -165,8 +166,8 @@ MemoryReport training_memory(const Scenario& s) {
     auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
     add("weights", state(2, fsdp));
     add("gradients", state(dtype_bytes(p.grad_reduce_dtype), p.zero >= 2));
-    add("optimizer_state", state(dtype_bytes(p.master_weights_dtype) + 2 * dtype_bytes(p.optimizer_state_dtype),
-                                 p.zero >= 1));
+    add("optimizer_state",
+        state(dtype_bytes(p.master_weights_dtype) + 2 * dtype_bytes(p.optimizer_state_dtype), p.zero >= 1));
     add("activations", peak_in_flight_bytes(p, stage, chunk_act) + recompute_extra);
     // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
     add("logits", has_head ? T * (padded_vocab(m, t) / t) * (2 + 4) : 0);
@@ -175,9 +176,10 @@ MemoryReport training_memory(const Scenario& s) {
     if (m.is_moe() && p.ep > 1) {
       // All-to-all send and receive buffers of the dispatched tokens.
       const int64_t rep = p.sequence_parallel ? T / t : T;
-      buffers += 2 * 2 * static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor) * m.hidden;
+      buffers +=
+          2 * 2 * static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor) * m.hidden;
     }
-    if (!fsdp && shards > 1) buffers += 2 * p.grad_bucket_bytes;       // DDP buckets in flight
+    if (!fsdp && shards > 1) buffers += 2 * p.grad_bucket_bytes;                    // DDP buckets in flight
     if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
     if (p.cp > 1) buffers += 2 * 2 * 2 * T * kv * m.head_dim * 2;  // ring attention: two K,V(+dK,dV) blocks
     add("comm_buffers", buffers);

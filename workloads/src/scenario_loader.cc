@@ -152,7 +152,8 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
     m.moe.capacity_factor = e.number_in("capacity_factor", 1.0, 64.0, 1.0);
     m.moe.first_dense_layers = e.int_in("first_dense_layers", 0, kMaxLayers, 0);
     e.done();
-    if (m.moe.expert_ffn_hidden > kMaxDim) e.fail("expert_ffn_hidden", "at most " + std::to_string(kMaxDim) + " is supported");
+    if (m.moe.expert_ffn_hidden > kMaxDim)
+      e.fail("expert_ffn_hidden", "at most " + std::to_string(kMaxDim) + " is supported");
   }
   r.done();
   if (m.is_moe() && m.moe.first_dense_layers >= m.layers) {
@@ -392,12 +393,14 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
     }
     if (p.ep > 1) r.fail("fsdp_shard_size", "hybrid FSDP with expert parallelism is not supported yet");
   }
-  if (p.dp % p.ep != 0) r.fail("ep", "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks");
+  if (p.dp % p.ep != 0)
+    r.fail("ep", "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks");
   if (m.is_moe() && m.moe.experts % p.ep != 0) {
     r.fail("ep", "ep (" + s(p.ep) + ") must divide the " + s(m.moe.experts) + " experts");
   }
   if (m.is_moe() && p.tp > 1 && !p.sequence_parallel) {
-    r.fail("sequence_parallel", "a mixture of experts with tp > 1 needs sequence_parallel: each tp rank routes its own tokens");
+    r.fail("sequence_parallel",
+           "a mixture of experts with tp > 1 needs sequence_parallel: each tp rank routes its own tokens");
   }
   if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     r.fail("matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak");
@@ -423,8 +426,8 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   }
   if (p.layers_per_stage.empty()) {
     if (p.pp * p.virtual_stages > m.layers) {
-      r.fail("virtual_stages", "pp·virtual_stages (" + s(p.pp * p.virtual_stages) + ") exceeds the " +
-                                   s(m.layers) + " layers");
+      r.fail("virtual_stages",
+             "pp·virtual_stages (" + s(p.pp * p.virtual_stages) + ") exceeds the " + s(m.layers) + " layers");
     }
   } else {
     if (static_cast<int64_t>(p.layers_per_stage.size()) != p.pp * p.virtual_stages) {
@@ -452,7 +455,7 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
     r.fail("microbatch_size", "microbatch_size·seq_len exceeds 2^26 tokens per microbatch");
   }
   const __int128 ops = static_cast<__int128>(c.devices) * p.microbatches() * m.layers *
-                      (p.recompute == Recompute::kFull ? 60 : 40) / p.pp;
+                       (p.recompute == Recompute::kFull ? 60 : 40) / p.pp;
   if (ops > kMaxOpsEstimate) {
     r.fail_here("the step would have about " + s(static_cast<int64_t>(std::min<__int128>(ops, INT64_MAX))) +
                 " device-ops, more than the supported " + s(kMaxOpsEstimate) +

@@ -17,8 +17,8 @@ PipelineStep interleaved_step(int64_t k, int64_t stages, int64_t v, bool forward
 
 }  // namespace
 
-std::vector<PipelineStep> pipeline_steps(PipelineSchedule schedule, int64_t stages, int64_t stage,
-                                         int64_t microbatches, int64_t virtual_stages) {
+std::vector<PipelineStep> pipeline_steps(PipelineSchedule schedule, int64_t stages, int64_t stage, int64_t microbatches,
+                                         int64_t virtual_stages) {
   std::vector<PipelineStep> out;
   const int64_t m = microbatches;
   if (schedule == PipelineSchedule::kGpipe) {

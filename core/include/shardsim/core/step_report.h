@@ -39,7 +39,7 @@ struct StepReport {
   double mfu = 0;  ///< model FLOPs / (step · devices · bf16 peak)
   double hfu = 0;  ///< executed matmul+attention FLOPs / same
   double model_flops_per_step = 0;
-  double model_tflops_per_device = 0;  ///< model FLOP/s per device, in 1e12
+  double model_tflops_per_device = 0;     ///< model FLOP/s per device, in 1e12
   double hardware_tflops_per_device = 0;  ///< executed matmul+attention FLOP/s per device, in 1e12
   double tokens_per_s = 0;
   int64_t tokens_per_step = 0;
@@ -50,8 +50,8 @@ struct StepReport {
     uint64_t flows = 0;
     double wall_s = 0;
     int64_t devices = 0;
-    int64_t ops_per_device = 0;       ///< of the largest stage program
-    int64_t simulated_devices = 0;    ///< devices whose programs ran (replica shortcut: fewer)
+    int64_t ops_per_device = 0;     ///< of the largest stage program
+    int64_t simulated_devices = 0;  ///< devices whose programs ran (replica shortcut: fewer)
     std::string backend = "native";
   } sim;
 };

@@ -64,7 +64,8 @@ class SimTime {
     return *this;
   }
   constexpr SimTime operator*(int64_t k) const { return SimTime(ps_ * k); }
-  constexpr auto operator<=>(const SimTime&) const = default;  // NOLINT(modernize-use-nullptr): clang-tidy 14 misreads <=>
+  constexpr auto operator<=>(const SimTime&) const =
+      default;  // NOLINT(modernize-use-nullptr): clang-tidy 14 misreads <=>
 
  private:
   constexpr explicit SimTime(int64_t ps) : ps_(ps) {}

@@ -53,10 +53,10 @@ struct ModelSpec {
 /// counted in total() only.
 struct ParamCount {
   int64_t layers = 0, dense_layers = 0, moe_layers = 0;
-  int64_t attention = 0;        ///< q, k, v, o weights of one layer
-  int64_t dense_mlp = 0;        ///< MLP weights of a dense layer
-  int64_t router = 0;           ///< router weights of an MoE layer
-  int64_t expert = 0;           ///< weights of one expert
+  int64_t attention = 0;  ///< q, k, v, o weights of one layer
+  int64_t dense_mlp = 0;  ///< MLP weights of a dense layer
+  int64_t router = 0;     ///< router weights of an MoE layer
+  int64_t expert = 0;     ///< weights of one expert
   int64_t routed_experts = 0, shared_experts = 0, top_k = 0;
   int64_t per_layer_other = 0;  ///< norm gains (and biases for GPT style)
   int64_t unembedding = 0;      ///< vocab · hidden
@@ -64,13 +64,12 @@ struct ParamCount {
   int64_t final_norm = 0;
   /// Matmul weights one token uses.
   int64_t matmul() const {
-    return layers * attention + dense_layers * dense_mlp +
-           moe_layers * (router + (top_k + shared_experts) * expert) + unembedding;
+    return layers * attention + dense_layers * dense_mlp + moe_layers * (router + (top_k + shared_experts) * expert) +
+           unembedding;
   }
   int64_t total() const {
     return layers * (attention + per_layer_other) + dense_layers * dense_mlp +
-           moe_layers * (router + (routed_experts + shared_experts) * expert) + unembedding + embedding +
-           final_norm;
+           moe_layers * (router + (routed_experts + shared_experts) * expert) + unembedding + embedding + final_norm;
   }
 };
 

@@ -32,7 +32,7 @@ struct Plan {
   /// Fused (flash) attention keeps no s² tensors; unfused attention writes
   /// the scores and softmax to HBM (and keeps them for backward).
   bool fused_attention = true;
-  bool fsdp_prefetch = true;                ///< ZeRO-3: all-gather layer i+1 during layer i
+  bool fsdp_prefetch = true;  ///< ZeRO-3: all-gather layer i+1 during layer i
   /// Hybrid FSDP (zero 3): shard within groups of this many dp ranks and
   /// replicate across dp / fsdp_shard_size groups; 0 shards over all of dp.
   int64_t fsdp_shard_size = 0;

@@ -10,7 +10,7 @@ namespace shardsim {
 enum class PipelineSchedule : uint8_t { kGpipe, kOneFOneB, kInterleaved };
 
 struct PipelineStep {
-  int32_t chunk = 0;       ///< virtual stage index on this device, 0..v-1
+  int32_t chunk = 0;  ///< virtual stage index on this device, 0..v-1
   int32_t microbatch = 0;
   bool forward = true;
 };
@@ -25,7 +25,7 @@ struct PipelineStep {
 ///     groups of `stages` microbatches, with (stages-stage-1)·2 +
 ///     (v-1)·stages warm-up forwards (Narayanan et al. 2021, Megatron-LM);
 ///     needs microbatches to be a multiple of stages.
-std::vector<PipelineStep> pipeline_steps(PipelineSchedule schedule, int64_t stages, int64_t stage,
-                                         int64_t microbatches, int64_t virtual_stages);
+std::vector<PipelineStep> pipeline_steps(PipelineSchedule schedule, int64_t stages, int64_t stage, int64_t microbatches,
+                                         int64_t virtual_stages);
 
 }  // namespace shardsim

@@ -1,0 +1,207 @@
+// One pipeline stage's training Program: the forward and backward of its
+// chunks, gradient reduction and the optimizer (see stage_lowering.h).
+#include "stage_lowering.h"
+
+namespace shardsim::detail {
+
+// ---- forward of one chunk for one microbatch ----------------------------------------
+void StageLowering::forward(int32_t local) {
+  const std::vector<int64_t> us = units(local);
+  OpId cur = first_chunk(local) ? kNone : recv(Pass::kForward);
+  // FSDP: unit i+1's gather is issued when unit i-1 ends, so it runs during
+  // unit i (prefetch); without prefetch, when unit i ends.
+  std::vector<OpId> gathered(us.size(), kNone);
+  std::vector<OpId> ended(us.size(), kNone);
+  auto issue = [&](size_t i, OpId after) {
+    if (i < us.size()) gathered[i] = gather(us[i], Pass::kForward, after);
+  };
+  issue(0, kNone);
+  if (p_.fsdp_prefetch) issue(1, kNone);
+  for (size_t i = 0; i < us.size(); ++i) {
+    const int64_t u = us[i];
+    if (u == kEmbedUnit) {
+      cur = embedding_forward(gathered[i]);
+    } else if (u == kHeadUnit) {
+      cur = head_forward(cur, gathered[i]);
+    } else {
+      cur = layer_forward(unit_layer(u), Pass::kForward, {cur, gathered[i]});
+    }
+    ended[i] = cur;
+    issue(p_.fsdp_prefetch ? i + 2 : i + 1, cur);
+  }
+  fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] = cur;
+  if (!last_chunk(local)) send(Pass::kForward, cur);
+}
+
+OpId StageLowering::embedding_forward(OpId weights) {
+  Op o = base("embedding", -1, Pass::kForward, kC);
+  o.compute = ComputeKind::kEmbedding;
+  o.m = T_;
+  o.n = h_;
+  o.k = 1;
+  o.bytes_read = Bytes(T_ * h_ * kAct + T_ * 4);
+  o.bytes_written = Bytes(T_ * h_ * kAct);
+  OpId x = b_.add(o, {weights});
+  if (m_.position == PositionKind::kLearned) {
+    x = memop(ComputeKind::kElementwise, "position add", -1, Pass::kForward, T_ * h_, 2 * T_ * h_ * kAct,
+              T_ * h_ * kAct, 1, {x});
+  }
+  // Vocabulary-parallel lookup: partial rows are summed over tp.
+  return row_parallel_out("embedding all-reduce", -1, Pass::kForward, x);
+}
+
+OpId StageLowering::head_forward(OpId cur, OpId weights) {
+  OpId x = b_.add(norm_op("final norm", -1, Pass::kForward), {cur, weights});
+  x = column_parallel_in("head all-gather", -1, Pass::kForward, x);
+  x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x}, vocab_model_);
+  x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, T_ * v_, T_ * v_ * kAct, T_ * 4, 4, {x});
+  // Vocabulary-parallel softmax: max and sum over tp (fp32).
+  if (t_ > 1) x = tp_coll(CollectiveKind::kAllReduce, "loss all-reduce", -1, Pass::kForward, T_ * 8, x);
+  return x;
+}
+
+// ---- backward of one chunk for one microbatch ----------------------------------------
+void StageLowering::backward(int32_t local, bool last_microbatch) {
+  record_buckets_ = last_microbatch;  // the parameter all-gathers follow the last buckets
+  const std::vector<int64_t> us = units(local);
+  OpId cur = last_chunk(local) ? fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] : recv(Pass::kBackward);
+  std::vector<OpId> gathered(us.size(), kNone);
+  // Backward runs the units in reverse; the embedding's backward (a
+  // scatter-add) needs no weights.
+  auto issue = [&](size_t back_index, OpId after) {
+    if (back_index >= us.size()) return;
+    const size_t i = us.size() - 1 - back_index;
+    if (us[i] != kEmbedUnit) gathered[i] = gather(us[i], Pass::kBackward, after);
+  };
+  issue(0, kNone);
+  if (p_.fsdp_prefetch) issue(1, kNone);
+  for (size_t k = 0; k < us.size(); ++k) {
+    const size_t i = us.size() - 1 - k;
+    const int64_t u = us[i];
+    OpId wgrad = kNone;
+    if (u == kHeadUnit) {
+      cur = head_backward(cur, gathered[i], wgrad);
+    } else if (u == kEmbedUnit) {
+      cur = embedding_backward(cur);
+      wgrad = cur;
+    } else {
+      cur = layer_backward(unit_layer(u), cur, gathered[i], wgrad);
+    }
+    reduce_unit(u, wgrad, last_microbatch);
+    issue(p_.fsdp_prefetch ? k + 2 : k + 1, cur);
+  }
+  flush_bucket();
+  if (!first_chunk(local)) send(Pass::kBackward, cur);
+}
+
+OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
+  const int64_t logits = T_ * v_ * kAct;
+  Op lg = base("cross-entropy", -1, Pass::kBackward, kC);
+  lg.compute = ComputeKind::kLoss;
+  lg.m = T_ * v_;
+  lg.n = lg.k = 1;
+  lg.flops = Flops(4.0 * static_cast<double>(T_ * v_));
+  lg.bytes_read = Bytes(logits);
+  lg.bytes_written = Bytes(logits);
+  OpId x = b_.add(lg, {cur, weights});
+  const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_);
+  wgrad = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_);
+  x = column_parallel_grad("head grad all-reduce", -1, dg);
+  return b_.add(norm_op("final norm", -1, Pass::kBackward), {x, wgrad});
+}
+
+OpId StageLowering::embedding_backward(OpId cur) {
+  OpId x = row_parallel_grad("embedding grad all-gather", -1, cur);
+  return memop(ComputeKind::kEmbedding, "embedding grad", -1, Pass::kBackward, T_ * h_, T_ * h_ * kAct + T_ * 4,
+               T_ * h_ * 4, 1, {x});
+}
+
+// ---- gradient reduction and optimizer ------------------------------------------------
+/// FSDP reduce-scatters each unit's gradients every microbatch. Otherwise
+/// gradients fill buckets in backward order: all-reduced (zero 0) or
+/// reduce-scattered (zero 1, 2). Zero 0 and 1 accumulate full gradients
+/// locally and reduce in the last microbatch only; zero 2 keeps only its
+/// gradient shard, so it reduce-scatters every microbatch (DeepSpeed).
+void StageLowering::reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
+  reduce_group(dense_, unit_params(u), fsdp_ ? fsdp_axes_ : kDpAxis, fsdp_ ? fsdp_shards_ : shards_, u, wgrad,
+               last_microbatch);
+  // Hybrid FSDP: after the last microbatch, the replicas all-reduce their
+  // gradient shards (PyTorch HSDP).
+  if (fsdp_ && replicas_ > 1 && last_microbatch && unit_params(u) > 0) {
+    collective(CollectiveKind::kAllReduce, kReplicaAxis, kReduce, "hsdp grad all-reduce", unit_layer(u),
+               Pass::kBackward, unit_params(u) / fsdp_shards_ * dtype_bytes(p_.grad_reduce_dtype), p_.grad_reduce_dtype,
+               {b_.last(kReduce)});
+  }
+  reduce_group(expert_, unit_expert_params(u), kExpertDpAxis, expert_shards_, u, wgrad, last_microbatch);
+}
+void StageLowering::reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_t replicas, int64_t u, OpId wgrad,
+                                 bool last_microbatch) {
+  if (replicas == 1 || params == 0) return;
+  const int64_t grad_bytes = params * dtype_bytes(p_.grad_reduce_dtype);
+  if (fsdp_) {
+    // One reduce-scatter per unit; with fsdp_bucket_params set, in
+    // grad_bucket_bytes pieces (DeepSpeed's reduce buckets).
+    const int64_t piece = p_.fsdp_bucket_params > 0 ? p_.grad_bucket_bytes : grad_bytes;
+    for (int64_t done = 0; done < grad_bytes; done += piece) {
+      collective(CollectiveKind::kReduceScatter, axes, kReduce, "fsdp reduce-scatter", unit_layer(u), Pass::kBackward,
+                 std::min(piece, grad_bytes - done), p_.grad_reduce_dtype, {wgrad});
+    }
+    return;
+  }
+  if (!last_microbatch && p_.zero != 2) return;
+  b.bytes += grad_bytes;
+  b.params += params;
+  b.dep = wgrad;
+  if (b.bytes >= p_.grad_bucket_bytes) flush(b, axes);
+}
+void StageLowering::flush(Bucket& b, uint8_t axes) {
+  if (b.bytes == 0) return;
+  const bool sharded = p_.zero >= 1;
+  collective(sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, axes, kReduce,
+             sharded ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, b.bytes, p_.grad_reduce_dtype,
+             {b.dep});
+  if (record_buckets_) b.flushed.push_back(b.params);
+  b.bytes = 0;
+  b.params = 0;
+}
+void StageLowering::flush_bucket() {
+  flush(dense_, kDpAxis);
+  flush(expert_, kExpertDpAxis);
+}
+
+/// Adam with master weights, first and second moments (fp32 by default):
+/// per parameter it reads the gradient and the three states and writes the
+/// states and the bf16 weight. ZeRO-1/2 then all-gather the updated bf16 weights
+/// in the gradient buckets.
+void StageLowering::optimizer() {
+  int64_t dense = 0, experts = 0;
+  for (int32_t c = 0; c < v_chunks_; ++c) {
+    for (int64_t u : units(c)) {
+      dense += unit_params(u);
+      experts += unit_expert_params(u);
+    }
+  }
+  const bool sharded = p_.zero >= 1 && shards_ > 1;
+  auto shard = [&](int64_t x, int64_t n) { return sharded ? (x + n - 1) / n : x; };
+  const int64_t params = shard(dense, fsdp_ ? fsdp_shards_ : shards_) + shard(experts, expert_shards_);
+  Op o = base("adam", -1, Pass::kOptimizer, kC);
+  o.compute = ComputeKind::kOptimizer;
+  o.dtype = DType::kFp32;
+  o.m = params;
+  o.n = o.k = 1;
+  // Master weight and the two moments, at their configured precision.
+  const int64_t state = dtype_bytes(p_.master_weights_dtype) + 2 * dtype_bytes(p_.optimizer_state_dtype);
+  o.flops = Flops(12.0 * static_cast<double>(params));
+  o.bytes_read = Bytes(params * (dtype_bytes(p_.grad_reduce_dtype) + state));
+  o.bytes_written = Bytes(params * (state + 2));
+  const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
+  if (!sharded || fsdp_) return;
+  for (const auto& [bucket, axes] : {std::pair{&dense_, kDpAxis}, std::pair{&expert_, kExpertDpAxis}}) {
+    for (int64_t params_in_bucket : bucket->flushed) {
+      collective(CollectiveKind::kAllGather, axes, kGather, "param all-gather", -1, Pass::kOptimizer,
+                 params_in_bucket * kAct, DType::kBf16, {adam});
+    }
+  }
+}
+
+}  // namespace shardsim::detail

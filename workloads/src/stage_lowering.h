@@ -1,0 +1,414 @@
+// Private to workloads/: the builder of one pipeline stage's training
+// Program, shared by lower_train.cc, lower_attention.cc and lower_moe.cc.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "shardsim/core/error.h"
+#include "shardsim/workloads/lower.h"
+
+namespace shardsim::detail {
+
+inline constexpr StreamId kC = TrainStreams::kCompute;
+inline constexpr StreamId kTpS = TrainStreams::kTp;
+inline constexpr StreamId kGather = TrainStreams::kDpGather;
+inline constexpr StreamId kReduce = TrainStreams::kDpReduce;
+inline constexpr uint8_t kTpAxis = axis_bit(MeshAxis::kTp);
+// Parameters are replicated over dp and cp: gradients reduce (and FSDP
+// shards) over both (Megatron-LM's context parallelism folds cp into dp).
+inline constexpr uint8_t kDpAxis =
+    axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp) | axis_bit(MeshAxis::kEp) | axis_bit(MeshAxis::kDs);
+// Hybrid FSDP shards over its group (ds, and cp) and replicates over dp.
+inline constexpr uint8_t kShardGroupAxis = axis_bit(MeshAxis::kDs) | axis_bit(MeshAxis::kCp);
+inline constexpr uint8_t kReplicaAxis = axis_bit(MeshAxis::kDp);
+// Experts are replicated only over the data-parallel ranks outside ep.
+inline constexpr uint8_t kExpertDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp);
+inline constexpr uint8_t kEpAxis = axis_bit(MeshAxis::kEp);
+inline constexpr StreamId kEpS = TrainStreams::kEp;
+inline constexpr int64_t kAct = 2;  // activation bytes (bf16)
+inline constexpr OpId kNone = kNoOp;
+
+/// Builds the Program of one pipeline stage.
+class StageLowering {
+ public:
+  StageLowering(const Scenario& sc, const ChunkLayout& layout, int64_t stage)
+      : m_(sc.model), p_(sc.plan), layout_(layout), stage_(stage) {
+    t_ = p_.tp;
+    cp_ = p_.cp;
+    T_ = p_.microbatch_size * p_.seq_len / cp_;  // tokens of this device's sequence shard
+    Ts_ = p_.sequence_parallel ? T_ / t_ : T_;
+    a_ = m_.heads / t_;
+    kv_ = m_.kv_heads >= t_ ? m_.kv_heads / t_ : 1;
+    d_ = m_.head_dim;
+    h_ = m_.hidden;
+    f_ = m_.ffn_hidden / t_;
+    up_n_ = (m_.mlp == MlpKind::kSwiglu ? 2 : 1) * f_;
+    v_ = padded_vocab(m_, t_) / t_;
+    vocab_model_ = static_cast<double>(m_.vocab) / static_cast<double>(padded_vocab(m_, t_));
+    w_ = dtype_bytes(p_.matmul_dtype);
+    const ParamCount pc = count_params(m_);
+    const int64_t attention = h_ * a_ * d_ + 2 * h_ * kv_ * d_ + a_ * d_ * h_;
+    layer_params_ = attention + (up_n_ + f_) * h_ + pc.per_layer_other;
+    if (m_.is_moe()) {
+      // Experts are not split over tp (each tp rank routes its own
+      // sequence-parallel tokens); the router and shared experts are
+      // replicated over tp.
+      local_experts_ = m_.moe.experts / p_.ep;
+      moe_dense_params_ = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
+      moe_expert_params_ = local_experts_ * pc.expert;
+    }
+    const int64_t vocab_rows = v_ * h_;  // this rank's padded slice
+    embed_params_ =
+        (m_.tied_embeddings ? 0 : vocab_rows) + (m_.position == PositionKind::kLearned ? p_.seq_len * h_ : 0);
+    head_params_ = vocab_rows + pc.final_norm;
+    chunks_ = p_.chunks();
+    v_chunks_ = p_.virtual_stages;
+    shards_ = p_.dp * p_.cp;
+    expert_shards_ = shards_ / p_.ep;
+    const int64_t group = p_.fsdp_shard_size > 0 ? p_.fsdp_shard_size : p_.dp;
+    replicas_ = p_.dp / group;
+    fsdp_axes_ = replicas_ > 1 ? kShardGroupAxis : kDpAxis;
+    fsdp_shards_ = group * p_.cp;
+    fsdp_ = p_.zero == 3 && shards_ > 1;
+    for (const char* s : {"compute", "tp comm", "dp gather", "dp reduce", "pp send next", "pp send prev", "pp recv",
+                          "cp send", "cp recv", "ep comm"}) {
+      b_.add_stream(s);
+    }
+    const auto nloc = static_cast<size_t>(v_chunks_);
+    const auto mbs = static_cast<size_t>(p_.microbatches());
+    fwd_end_.assign(nloc, std::vector<OpId>(mbs, kNone));
+  }
+
+  Program run() {
+    const int64_t mbs = p_.microbatches();
+    const PipelineSchedule sched = p_.pp == 1 ? PipelineSchedule::kOneFOneB : p_.schedule;
+    for (const PipelineStep& st : pipeline_steps(sched, p_.pp, stage_, mbs, v_chunks_)) {
+      mb_ = st.microbatch;
+      if (st.forward) {
+        forward(st.chunk);
+      } else {
+        backward(st.chunk, st.microbatch == mbs - 1);
+      }
+    }
+    optimizer();
+    return std::move(b_).finish();
+  }
+
+ private:
+  // ---- chunk structure -------------------------------------------------------
+  int64_t global_chunk(int32_t local) const { return static_cast<int64_t>(local) * p_.pp + stage_; }
+  bool first_chunk(int32_t local) const { return global_chunk(local) == 0; }
+  bool last_chunk(int32_t local) const { return global_chunk(local) == chunks_ - 1; }
+  /// FSDP units of a chunk in forward order: -1 embedding, layers, -2 head.
+  std::vector<int64_t> units(int32_t local) const {
+    std::vector<int64_t> u;
+    const auto g = static_cast<size_t>(global_chunk(local));
+    if (first_chunk(local)) u.push_back(kEmbedUnit);
+    for (int64_t l = 0; l < layout_.count[g]; ++l) u.push_back(layout_.first[g] + l);
+    if (last_chunk(local)) u.push_back(kHeadUnit);
+    return u;
+  }
+  /// Parameters of a unit replicated over every data-parallel rank.
+  int64_t unit_params(int64_t u) const {
+    if (u == kEmbedUnit) return embed_params_;
+    if (u == kHeadUnit) return head_params_;
+    return m_.is_moe_layer(u) ? moe_dense_params_ : layer_params_;
+  }
+  /// Expert parameters of a unit on this device (replicated over dp / ep).
+  int64_t unit_expert_params(int64_t u) const { return u >= 0 && m_.is_moe_layer(u) ? moe_expert_params_ : 0; }
+  static int32_t unit_layer(int64_t u) { return u >= 0 ? static_cast<int32_t>(u) : -1; }
+
+  // ---- op helpers --------------------------------------------------------------
+  Op base(std::string_view name, int32_t layer, Pass pass, StreamId stream) {
+    Op o;
+    o.name = b_.intern(name);
+    o.layer = layer;
+    o.microbatch = pass == Pass::kOptimizer ? -1 : mb_;
+    o.pass = pass;
+    o.stream = stream;
+    return o;
+  }
+  /// Recomputed forward ops are executed, not model, work.
+  double model_share(Pass pass, double share) const { return pass == Pass::kRecompute ? 0.0 : share; }
+
+  /// `batch` products [m,k]·[k,n]; `model_fraction` is the part of the work
+  /// that is model work (the rest: replicated KV heads, vocabulary padding,
+  /// masked attention scores, expert capacity padding).
+  OpId matmul(std::string_view name, int32_t layer, Pass pass, int64_t m, int64_t n, int64_t k,
+              std::initializer_list<OpId> deps, double model_fraction = 1.0, int64_t batch = 1) {
+    Op o = base(name, layer, pass, kC);
+    o.compute = ComputeKind::kMatmul;
+    o.dtype = p_.matmul_dtype;
+    o.batch = batch;
+    o.m = m;
+    o.n = n;
+    o.k = k;
+    o.flops = Flops(2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
+                    static_cast<double>(k));
+    o.model_flops = o.flops * model_share(pass, model_fraction);
+    o.bytes_read = Bytes(batch * (m * k + k * n) * w_);
+    o.bytes_written = Bytes(batch * m * n * kAct);
+    return b_.add(o, deps);
+  }
+
+  OpId memop(ComputeKind kind, std::string_view name, int32_t layer, Pass pass, int64_t elems, int64_t read_b,
+             int64_t write_b, double flops_per_elem, std::initializer_list<OpId> deps) {
+    Op o = base(name, layer, pass, kC);
+    o.compute = kind;
+    o.m = elems;
+    o.n = 1;
+    o.k = 1;
+    o.flops = Flops(flops_per_elem * static_cast<double>(elems));
+    o.bytes_read = Bytes(read_b);
+    o.bytes_written = Bytes(write_b);
+    return b_.add(o, deps);
+  }
+
+  // Attention (lower_attention.cc).
+  OpId attention(int32_t layer, Pass pass, OpId dep);
+  OpId ring_attention(int32_t layer, Pass pass, OpId dep);
+  OpId fused_attention(int32_t layer, Pass pass, OpId dep);
+  OpId unfused_attention(int32_t layer, Pass pass, OpId dep);
+  OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer, Pass pass,
+                  int64_t bytes, DType dtype, std::initializer_list<OpId> deps) {
+    Op o = base(name, layer, pass, stream);
+    o.kind = OpKind::kCollective;
+    o.collective = kind;
+    o.axes = axes;
+    o.dtype = dtype;
+    o.comm_bytes = Bytes(bytes);
+    return b_.add(o, deps);
+  }
+  OpId tp_coll(CollectiveKind kind, std::string_view name, int32_t layer, Pass pass, int64_t bytes, OpId dep) {
+    return collective(kind, kTpAxis, kTpS, name, layer, pass, bytes, DType::kBf16, {dep});
+  }
+  /// Forward boundary collective after a row-parallel matmul.
+  OpId row_parallel_out(std::string_view name, int32_t layer, Pass pass, OpId prev) {
+    if (t_ == 1) return prev;
+    return tp_coll(p_.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, name, layer,
+                   pass, T_ * h_ * kAct, prev);
+  }
+  /// Before a column-parallel matmul: all-gather under sequence parallelism.
+  OpId column_parallel_in(std::string_view name, int32_t layer, Pass pass, OpId prev) {
+    if (t_ == 1 || !p_.sequence_parallel) return prev;
+    return tp_coll(CollectiveKind::kAllGather, name, layer, pass, T_ * h_ * kAct, prev);
+  }
+  /// Backward of a column-parallel input: all-reduce (or reduce-scatter) of
+  /// the input gradient. It depends on the activation gradient only, so it
+  /// overlaps the weight-gradient matmul.
+  OpId column_parallel_grad(std::string_view name, int32_t layer, OpId dgrad) {
+    if (t_ == 1) return dgrad;
+    return tp_coll(p_.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, name, layer,
+                   Pass::kBackward, T_ * h_ * kAct, dgrad);
+  }
+  OpId row_parallel_grad(std::string_view name, int32_t layer, OpId prev) {
+    if (t_ == 1 || !p_.sequence_parallel) return prev;
+    return tp_coll(CollectiveKind::kAllGather, name, layer, Pass::kBackward, T_ * h_ * kAct, prev);
+  }
+
+  /// Pipeline transfer of one microbatch's boundary activation (or its
+  /// gradient): T·h bf16 values, split over tp under sequence parallelism.
+  int64_t boundary_bytes() const { return Ts_ * h_ * kAct; }
+  OpId send(Pass pass, OpId dep) {
+    const bool next = pass == Pass::kForward;
+    Op o = base(next ? "pp send activation" : "pp send gradient", -1, pass,
+                next ? TrainStreams::kSendNext : TrainStreams::kSendPrev);
+    o.kind = OpKind::kSend;
+    o.peer = next ? 1 : -1;
+    o.comm_bytes = Bytes(boundary_bytes());
+    return b_.add(o, {dep});
+  }
+  OpId recv(Pass pass) {
+    const bool from_prev = pass == Pass::kForward;
+    Op o = base(from_prev ? "pp recv activation" : "pp recv gradient", -1, pass, TrainStreams::kRecv);
+    o.kind = OpKind::kRecv;
+    o.peer = from_prev ? -1 : 1;
+    o.comm_bytes = Bytes(boundary_bytes());
+    return b_.add(o);
+  }
+
+  // ---- FSDP parameter gathers ---------------------------------------------------
+  /// The expert gather follows the dense one on the same stream, so the
+  /// returned (last) op implies both.
+  OpId gather(int64_t unit, Pass pass, OpId after) {
+    if (!fsdp_) return kNone;
+    OpId last = kNone;
+    // One all-gather per unit, or per fsdp_bucket_params slice of it
+    // (DeepSpeed ZeRO-3 gathers in prefetch buckets).
+    const int64_t bucket = p_.fsdp_bucket_params > 0 ? p_.fsdp_bucket_params : unit_params(unit);
+    for (int64_t done = 0; done < unit_params(unit); done += bucket) {
+      const int64_t n = std::min(bucket, unit_params(unit) - done);
+      last = collective(CollectiveKind::kAllGather, fsdp_axes_, kGather, "fsdp all-gather", unit_layer(unit), pass,
+                        n * kAct, DType::kBf16, {done == 0 ? after : kNone});
+    }
+    if (unit_expert_params(unit) > 0 && expert_shards_ > 1) {
+      last = collective(CollectiveKind::kAllGather, kExpertDpAxis, kGather, "fsdp expert all-gather", unit_layer(unit),
+                        pass, unit_expert_params(unit) * kAct, DType::kBf16, {after});
+    }
+    return last;
+  }
+
+  // ---- layers ----------------------------------------------------------------------
+  Op norm_op(std::string_view name, int32_t layer, Pass pass) {
+    Op o = base(name, layer, pass, kC);
+    o.compute = ComputeKind::kNorm;
+    o.m = Ts_;
+    o.n = h_;
+    o.k = 1;
+    const int64_t bytes = Ts_ * h_ * kAct;
+    o.flops = Flops(5.0 * static_cast<double>(Ts_ * h_));
+    o.bytes_read = Bytes(pass == Pass::kBackward ? 2 * bytes : bytes);
+    o.bytes_written = Bytes(bytes);
+    return o;
+  }
+  OpId act_op(int32_t layer, Pass pass, OpId dep) {
+    const int64_t e = T_ * f_;
+    const bool swiglu = m_.mlp == MlpKind::kSwiglu;
+    const std::string_view name = swiglu ? "swiglu" : "gelu";
+    if (pass != Pass::kBackward) {
+      return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 2 : 1) * e * kAct, e * kAct, 8, {dep});
+    }
+    return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 3 : 2) * e * kAct,
+                 (swiglu ? 2 : 1) * e * kAct, 12, {dep});
+  }
+  /// Share of the QKV projection that is model work: when tp exceeds
+  /// kv_heads each rank computes a whole (replicated) KV head.
+  double qkv_model_fraction() const {
+    const double model =
+        static_cast<double>(a_ * d_) + 2.0 * static_cast<double>(m_.kv_heads * d_) / static_cast<double>(t_);
+    return model / static_cast<double>((a_ + 2 * kv_) * d_);
+  }
+
+  /// One layer's forward (pass kForward) or its recomputation before the
+  /// backward (kRecompute). Returns the last op.
+  OpId layer_forward(int32_t L, Pass pass, std::initializer_list<OpId> deps) {
+    OpId x = b_.add(norm_op("attn norm", L, pass), deps);
+    x = column_parallel_in("attn all-gather", L, pass, x);
+    x = matmul("qkv", L, pass, T_, (a_ + 2 * kv_) * d_, h_, {x}, qkv_model_fraction());
+    if (m_.position == PositionKind::kRope) {
+      const int64_t e = T_ * (a_ + kv_) * d_;
+      x = memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, {x});
+    }
+    x = attention(L, pass, x);
+    x = matmul("attn out", L, pass, T_, h_, a_ * d_, {x});
+    x = row_parallel_out("attn all-reduce", L, pass, x);
+    x = residual(L, pass, x);
+    x = b_.add(norm_op("mlp norm", L, pass), {x});
+    if (m_.is_moe_layer(L)) return residual(L, pass, moe_forward(L, pass, x));
+    x = column_parallel_in("mlp all-gather", L, pass, x);
+    x = matmul("mlp up", L, pass, T_, up_n_, h_, {x});
+    x = act_op(L, pass, x);
+    x = matmul("mlp down", L, pass, T_, h_, f_, {x});
+    x = row_parallel_out("mlp all-reduce", L, pass, x);
+    return residual(L, pass, x);
+  }
+
+  /// Residual add (with dropout: Megatron's fused bias-dropout-add, which
+  /// also writes a 1-byte mask).
+  OpId residual(int32_t L, Pass pass, OpId x) {
+    const int64_t e = Ts_ * h_;
+    const int64_t mask = m_.dropout ? e : 0;
+    return memop(ComputeKind::kElementwise, m_.dropout ? "bias-dropout-add" : "residual", L, pass, e, 2 * e * kAct,
+                 e * kAct + mask, 2, {x});
+  }
+
+  /// One layer's backward from the gradient at its output (`cur`). Returns
+  /// the last op and sets `wgrad` to its last weight-gradient op.
+  OpId layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgrad) {
+    OpId recomputed = kNone;
+    if (p_.recompute == Recompute::kFull) recomputed = layer_forward(L, Pass::kRecompute, {cur, weights});
+    // MLP block.
+    OpId x, dg, wg;
+    if (m_.is_moe_layer(L)) {
+      x = moe_backward(L, cur, weights, recomputed, wg);
+      x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
+    } else {
+      x = row_parallel_grad("mlp grad all-gather", L, cur);
+      dg = matmul("mlp down dgrad", L, Pass::kBackward, T_, f_, h_, {x, weights, recomputed});
+      matmul("mlp down wgrad", L, Pass::kBackward, f_, h_, T_, {x});
+      x = act_op(L, Pass::kBackward, dg);
+      dg = matmul("mlp up dgrad", L, Pass::kBackward, T_, h_, up_n_, {x});
+      wg = matmul("mlp up wgrad", L, Pass::kBackward, h_, up_n_, T_, {x});
+      x = column_parallel_grad("mlp grad all-reduce", L, dg);
+      x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
+    }
+    x = residual(L, Pass::kBackward, x);
+    // Attention block.
+    x = row_parallel_grad("attn grad all-gather", L, x);
+    dg = matmul("attn out dgrad", L, Pass::kBackward, T_, a_ * d_, h_, {x});
+    matmul("attn out wgrad", L, Pass::kBackward, a_ * d_, h_, T_, {x});
+    // Selective recomputation re-runs the attention core (Korthikanti et al.).
+    if (p_.recompute == Recompute::kSelective) dg = attention(L, Pass::kRecompute, dg);
+    x = attention(L, Pass::kBackward, dg);
+    if (m_.position == PositionKind::kRope) {
+      const int64_t e = T_ * (a_ + kv_) * d_;
+      x = memop(ComputeKind::kElementwise, "rope", L, Pass::kBackward, e, e * kAct, e * kAct, 6, {x});
+    }
+    const int64_t qkv_n = (a_ + 2 * kv_) * d_;
+    dg = matmul("qkv dgrad", L, Pass::kBackward, T_, h_, qkv_n, {x}, qkv_model_fraction());
+    wg = matmul("qkv wgrad", L, Pass::kBackward, h_, qkv_n, T_, {x}, qkv_model_fraction());
+    x = column_parallel_grad("attn grad all-reduce", L, dg);
+    x = b_.add(norm_op("attn norm", L, Pass::kBackward), {x, wg});
+    wgrad = wg;
+    return residual(L, Pass::kBackward, x);
+  }
+
+  // Mixture of experts (lower_moe.cc).
+  int64_t moe_slots() const;
+  int64_t slots_per_expert() const;
+  OpId experts_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
+                      std::initializer_list<OpId> deps);
+  OpId all_to_all(std::string_view name, int32_t L, Pass pass, OpId dep);
+  OpId moe_forward(int32_t L, Pass pass, OpId x);
+  OpId moe_backward(int32_t L, OpId cur, OpId weights, OpId recomputed, OpId& wgrad);
+  // Chunks, gradient reduction and the optimizer (stage_lowering.cc).
+  /// A gradient bucket of one parameter group (dense, or experts, which are
+  /// replicated over fewer ranks).
+  struct Bucket {
+    int64_t bytes = 0;
+    int64_t params = 0;
+    OpId dep = kNone;
+    std::vector<int64_t> flushed;  // parameters per bucket of the last microbatch
+  };
+  void forward(int32_t local);
+  OpId embedding_forward(OpId weights);
+  OpId head_forward(OpId cur, OpId weights);
+  void backward(int32_t local, bool last_microbatch);
+  OpId head_backward(OpId cur, OpId weights, OpId& wgrad);
+  OpId embedding_backward(OpId cur);
+  void reduce_unit(int64_t u, OpId wgrad, bool last_microbatch);
+  void reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_t replicas, int64_t u, OpId wgrad,
+                    bool last_microbatch);
+  void flush(Bucket& b, uint8_t axes);
+  void flush_bucket();
+  void optimizer();
+  static constexpr int64_t kEmbedUnit = -1;
+  static constexpr int64_t kHeadUnit = -2;
+  const ModelSpec& m_;
+  const Plan& p_;
+  const ChunkLayout& layout_;
+  const int64_t stage_;
+  ProgramBuilder b_;
+  int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_, w_;
+  int64_t chunks_ = 1;
+  int64_t cp_ = 1;
+  int64_t shards_ = 1;         // data-parallel replicas of the dense parameters: dp·cp
+  int64_t expert_shards_ = 1;  // replicas of the expert parameters: dp·cp / ep
+  int64_t local_experts_ = 0, moe_dense_params_ = 0, moe_expert_params_ = 0;
+  int64_t replicas_ = 1;     // hybrid FSDP replicas (1: plain FSDP)
+  uint8_t fsdp_axes_ = 0;    // where FSDP gathers and reduce-scatters
+  int64_t fsdp_shards_ = 1;  // ranks a parameter is sharded over under FSDP
+  int32_t v_chunks_ = 1;
+  bool fsdp_ = false;
+  int64_t layer_params_ = 0, embed_params_ = 0, head_params_ = 0;
+  double vocab_model_ = 1.0;  // model share of the padded vocabulary
+  int32_t mb_ = 0;
+  std::vector<std::vector<OpId>> fwd_end_;  // [chunk][microbatch]
+  Bucket dense_, expert_;
+  bool record_buckets_ = false;  // flushed buckets feed the ZeRO-1/2 parameter all-gathers
+};
+
+}  // namespace shardsim::detail
