@@ -45,6 +45,19 @@ void print_summary(const Scenario& s, const StepReport& r) {
   std::printf(
       "  breakdown          compute %.4f s (%.1f%%), exposed comm %.4f s (%.1f%%), bubble %.4f s, other %.4f s\n",
       b.compute_s, pct(b.compute_s), b.exposed_comm_s, pct(b.exposed_comm_s), b.bubble_s, b.other_s);
+  auto list = [](const std::vector<std::pair<std::string, double>>& items) {
+    std::string out;
+    for (const auto& [name, seconds] : items) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%s %.4f s", out.empty() ? "" : ", ", name.c_str(), seconds);
+      out += buf;
+    }
+    return out.empty() ? std::string("none") : out;
+  };
+  std::printf("  device %lld compute  %s\n", static_cast<long long>(r.critical_device),
+              list(r.compute_by_kind_s).c_str());
+  std::printf("  device %lld comm     %s (busy, overlapping)\n", static_cast<long long>(r.critical_device),
+              list(r.comm_busy_by_stream_s).c_str());
   std::printf("  memory per device  %s of %s: %s\n", gib(r.memory.peak_bytes_per_device).c_str(),
               gib(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
   if (!r.memory.fits) {

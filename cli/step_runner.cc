@@ -86,6 +86,9 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.tokens_per_step = s.plan.global_batch * s.plan.seq_len;
   r.tokens_per_s = r.step_time_s > 0 ? static_cast<double>(r.tokens_per_step) / r.step_time_s : 0;
   r.breakdown = er.breakdown;
+  r.critical_device = er.critical_device;
+  r.compute_by_kind_s = er.compute_by_kind_s;
+  r.comm_busy_by_stream_s = er.comm_busy_by_stream_s;
   r.memory = training_memory(s);
   r.sim.events = er.events;
   r.sim.flows = er.flows;

@@ -104,6 +104,7 @@ struct CollectiveRun {
   const CachedPlan* cached = nullptr;
   size_t phase = 0;
   size_t pending = 0;
+  SimTime start;  // when the last member arrived
   bool in_use = false;
 };
 
@@ -113,6 +114,7 @@ struct DeviceClock {
   SimTime compute;
   SimTime comm_only;
   SimTime end;
+  SimTime compute_start;  // of the compute op running now
   int comm_active = 0;
   bool computing = false;
   void advance(SimTime now) {
@@ -134,6 +136,7 @@ struct Transfer {
   DeviceId dst = 0;
   OpId send_op = 0;
   Pass pass = Pass::kForward;
+  SimTime start;
 };
 
 /// Receives of one (receiver, sender, pass) channel, matched in order with
@@ -197,6 +200,9 @@ class Engine {
       std::copy(dc.begin(), dc.end(), remaining_.begin() + static_cast<std::ptrdiff_t>(rem_offset_[d]));
     }
     clocks_.resize(devices_);
+    for (const Program& p : ps.stages) streams_ = std::max(streams_, p.num_streams());
+    compute_by_kind_.assign(static_cast<size_t>(devices_) * kComputeKinds, SimTime());
+    stream_busy_.assign(static_cast<size_t>(devices_) * streams_, SimTime());
     trace_index_.assign(devices_, -1);
     for (uint32_t d : opt.trace_devices) {
       if (d < devices_ && active_[d] && trace_index_[d] < 0) {
@@ -301,6 +307,7 @@ class Engine {
         DeviceClock& c = clocks_[d];
         c.advance(now_);
         c.computing = true;
+        c.compute_start = now_;
         push(now_ + info_[stage_of_[d]].duration[op], EvType::kOpEnd, d, op);
         return;
       }
@@ -342,7 +349,7 @@ class Engine {
       transfers_.emplace_back();
     }
     const DeviceId dst = peer_of(d, o.peer_axis, o.peer);
-    transfers_[id] = Transfer{d, dst, op, o.pass};
+    transfers_[id] = Transfer{d, dst, op, o.pass, now_};
     for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
       clocks_[x].advance(now_);
       ++clocks_[x].comm_active;
@@ -354,6 +361,7 @@ class Engine {
   void transfer_end(uint32_t id) {
     const Transfer tr = transfers_[id];
     free_transfers_.push_back(id);
+    stream_busy_[tr.src * streams_ + program(tr.src).op(tr.send_op).stream] += now_ - tr.start;
     for (DeviceId x : {tr.src, tr.dst}) {
       clocks_[x].advance(now_);
       --clocks_[x].comm_active;
@@ -403,6 +411,7 @@ class Engine {
     }
     r.cached = &it->second;
     r.phase = 0;
+    r.start = now_;
     for (DeviceId m : r.cached->members) {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
@@ -469,8 +478,11 @@ class Engine {
     }
     r.in_use = false;
     free_runs_.push_back(id);
+    const SimTime busy = now_ - r.start;
     for (DeviceId m : cached->members) {
-      if (active_[m]) end_op(m, op);
+      if (!active_[m]) continue;
+      stream_busy_[m * streams_ + program(m).op(op).stream] += busy;
+      end_op(m, op);
     }
   }
 
@@ -485,6 +497,7 @@ class Engine {
     if (o.kind == OpKind::kCompute) {
       c.advance(now_);
       c.computing = false;
+      compute_by_kind_[d * kComputeKinds + static_cast<size_t>(o.compute)] += now_ - c.compute_start;
     }
     c.end = std::max(c.end, now_);
     if (trace_index_[d] >= 0) {
@@ -532,6 +545,15 @@ class Engine {
     (mesh_.size(MeshAxis::kPp) > 1 ? result_.breakdown.bubble_s : result_.breakdown.other_s) = idle;
     result_.link_bytes = net_.link_bytes();
     for (uint32_t d = 0; d < devices_; ++d) result_.active_devices += active_[d];
+    for (size_t k = 0; k < kComputeKinds; ++k) {
+      const SimTime t = compute_by_kind_[crit * kComputeKinds + k];
+      if (t.ps() > 0) result_.compute_by_kind_s.emplace_back(to_string(static_cast<ComputeKind>(k)), t.seconds());
+    }
+    const Program& cp = program(crit);
+    for (size_t st = 1; st < cp.num_streams(); ++st) {
+      const SimTime t = stream_busy_[crit * streams_ + st];
+      if (t.ps() > 0) result_.comm_busy_by_stream_s.emplace_back(cp.stream_names()[st], t.seconds());
+    }
   }
 
   const ProgramSet& ps_;
@@ -549,6 +571,10 @@ class Engine {
   std::vector<uint8_t> ended_;  // per device and op
 #endif
   std::vector<DeviceClock> clocks_;
+  static constexpr size_t kComputeKinds = static_cast<size_t>(ComputeKind::kOptimizer) + 1;
+  size_t streams_ = 1;
+  std::vector<SimTime> compute_by_kind_;  // [device][compute kind]
+  std::vector<SimTime> stream_busy_;      // [device][stream]: communication ops in flight
   std::vector<int> trace_index_;
   std::vector<std::vector<SimTime>> trace_starts_;
   std::vector<uint8_t> active_;

@@ -22,6 +22,13 @@ std::string step_report_json(const StepReport& r) {
                     {"exposed_comm_s", r.breakdown.exposed_comm_s},
                     {"bubble_s", r.breakdown.bubble_s},
                     {"other_s", r.breakdown.other_s}};
+  nlohmann::ordered_json by_kind = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.compute_by_kind_s) by_kind[k] = v;
+  nlohmann::ordered_json by_stream = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.comm_busy_by_stream_s) by_stream[k] = v;
+  j["critical_device"] = {{"device", r.critical_device},
+                          {"compute_by_kind_s", by_kind},
+                          {"comm_busy_by_stream_s", by_stream}};
   nlohmann::ordered_json comps = nlohmann::ordered_json::object();
   for (const auto& c : r.memory.components) comps[c.name + "_bytes"] = c.bytes;
   j["memory"] = {{"peak_bytes_per_device", r.memory.peak_bytes_per_device},

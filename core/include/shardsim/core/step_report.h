@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardsim {
@@ -44,6 +45,11 @@ struct StepReport {
   double tokens_per_s = 0;
   int64_t tokens_per_step = 0;
   StepBreakdown breakdown;
+  /// Where the critical device spent its time: compute by op kind, and how
+  /// long each communication stream was busy (overlapping).
+  int64_t critical_device = 0;
+  std::vector<std::pair<std::string, double>> compute_by_kind_s;
+  std::vector<std::pair<std::string, double>> comm_busy_by_stream_s;
   MemoryReport memory;
   struct SimStats {
     uint64_t events = 0;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "shardsim/core/program.h"
@@ -46,6 +48,11 @@ struct EngineResult {
   double flow_byte_hops = 0;
   /// Devices whose programs ran (all, or replica 0 with the shortcut).
   int64_t active_devices = 0;
+  /// On the critical device: compute time by op kind, and how long each
+  /// communication stream had an op in flight (streams overlap each other
+  /// and compute, so these need not sum to the step time).
+  std::vector<std::pair<std::string, double>> compute_by_kind_s;
+  std::vector<std::pair<std::string, double>> comm_busy_by_stream_s;
 };
 
 /// Simulates one step. Deterministic: the same inputs give the same result.
