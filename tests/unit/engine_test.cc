@@ -96,6 +96,11 @@ TEST(Engine, BreakdownSumsToStepTime) {
                 1e-9 * r.report.step_time_s);
     EXPECT_GT(r.report.mfu, 0);
     EXPECT_LT(r.report.mfu, 1);
+    // Compute by op kind adds up to the compute time (one compute stream).
+    double by_kind = 0;
+    for (const auto& [kind, seconds] : r.report.compute_by_kind_s) by_kind += seconds;
+    EXPECT_NEAR(by_kind, b.compute_s, 1e-9 * b.compute_s);
+    EXPECT_FALSE(r.report.comm_busy_by_stream_s.empty());
   }
 }
 
