@@ -56,8 +56,6 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.chip = s.cluster.chip.name;
   r.devices = s.cluster.devices;
   r.step_time_s = er.step_time.seconds();
-  // Model and executed FLOPs: every device runs the same program, so the
-  // step's totals are the per-device sums times the device count.
   // Model and executed FLOPs: every device of a stage runs its stage's
   // program, so the step's totals are the per-stage sums times the devices
   // per stage.
