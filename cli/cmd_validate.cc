@@ -1,5 +1,7 @@
 // `shardsim validate DIR`: simulate every scenario of DIR that carries
 // published figures and print predicted against published.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -37,12 +39,21 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   std::sort(files.begin(), files.end());
   std::vector<ValidationRow> rows;
+  // A progress line on a terminal only; silent on pipes and in CI.
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
+  size_t done = 0;
   for (const auto& f : files) {
+    if (progress) {
+      std::fprintf(stderr, "\r[%zu/%zu] %-60s", ++done, files.size(),
+                   std::filesystem::path(f).filename().string().c_str());
+      std::fflush(stderr);
+    }
     const Scenario s = load_scenario(f);
     if (s.published.metrics.empty()) continue;
     const StepRun run = run_training_step(s, {}, s.cluster.devices > 2048 && s.plan.dp > 1);
     for (auto& row : validate_scenario(s, run.report)) rows.push_back(row);
   }
+  if (progress) std::fprintf(stderr, "\r%80s\r", "");
   double perf_sum = 0, perf_max = 0, mem_sum = 0, mem_max = 0;
   int perf_n = 0, mem_n = 0;
   for (const auto& r : rows) {
