@@ -52,6 +52,8 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
 
   StepReport& r = run.report;
   r.scenario = s.file;
+  r.config_hash = s.config_hash;
+  r.version = SHARDSIM_VERSION;
   r.model = s.model.name;
   r.chip = s.cluster.chip.name;
   r.devices = s.cluster.devices;

@@ -95,6 +95,13 @@ TEST(Loader, InvalidUtf8InASetValueIsNoCrash) {
   EXPECT_NE(msg.find("/plan/tp: expected a positive integer"), std::string::npos) << msg;
 }
 
+TEST(Loader, ConfigHashNamesWhatWasSimulated) {
+  const std::string a = testing::scenario(kGood).config_hash;
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_EQ(testing::scenario(kGood).config_hash, a);
+  EXPECT_NE(testing::scenario(kGood, {{"plan.seq_len", "4096"}}).config_hash, a);
+}
+
 TEST(Loader, MalformedJsonGivesLineAndColumn) {
   try {
     parse_scenario("{\n  \"model\": \"llama3-8b\",\n  \"plan\": {\n}", "bad.json");

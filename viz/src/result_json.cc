@@ -7,6 +7,8 @@ namespace shardsim {
 std::string step_report_json(const StepReport& r) {
   nlohmann::ordered_json j;
   j["scenario"] = r.scenario;
+  j["scenario_hash"] = r.config_hash;
+  j["shardsim_version"] = r.version;
   j["model"] = r.model;
   j["chip"] = r.chip;
   j["devices"] = r.devices;

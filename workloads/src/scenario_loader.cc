@@ -1,5 +1,6 @@
 // Loads a scenario (model + cluster + plan) from JSON, applying presets and
 // --set overrides, and validates everything before any simulation.
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -497,6 +498,15 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
   r.done();
+  // Stamp: FNV-1a 64 of the scenario as simulated (overrides applied, keys
+  // sorted by nlohmann's std::map), so a result names what produced it.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : root.dump(-1, ' ', false, Json::error_handler_t::replace)) {
+    h = (h ^ ch) * 0x100000001b3ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  sc.config_hash = hex;
   return sc;
 }
 

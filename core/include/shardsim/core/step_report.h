@@ -33,6 +33,8 @@ struct MemoryReport {
 
 struct StepReport {
   std::string scenario;
+  std::string config_hash;  ///< of the scenario as simulated
+  std::string version;      ///< shardsim's
   std::string model;
   std::string chip;
   int64_t devices = 0;

@@ -36,6 +36,7 @@ struct Scenario {
   ClusterSpec cluster;
   Plan plan;
   Published published;
+  std::string config_hash;  ///< hash of the scenario JSON as simulated (overrides applied)
 };
 
 /// One `--set path=value` override: path in dots ("plan.tp"), value as JSON
