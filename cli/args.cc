@@ -68,6 +68,14 @@ std::vector<uint32_t> parse_device_list(const std::string& flag, const std::stri
   return out;
 }
 
+Override parse_set(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw UsageError("--set: expected PATH=VALUE such as plan.tp=4, got \"" + text + "\"");
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
 std::string take_value(const std::vector<std::string>& args, size_t& i) {
   if (i + 1 >= args.size()) throw UsageError(args[i] + ": expected a value after it");
   return args[++i];

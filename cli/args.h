@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "shardsim/workloads/scenario.h"
+
 namespace shardsim::cli {
 
 /// A usage error: printed as "shardsim: error: ..." with exit status 2.
@@ -18,6 +20,8 @@ struct UsageError : std::runtime_error {
 int64_t parse_bytes(const std::string& flag, const std::string& text);
 /// "0,1,8-15" -> {0,1,8,...,15}; every id below `limit`.
 std::vector<uint32_t> parse_device_list(const std::string& flag, const std::string& text, int64_t limit);
+/// "--set PATH=VALUE" -> {PATH, VALUE}.
+Override parse_set(const std::string& text);
 /// Next argument after a flag, or a UsageError naming the flag.
 std::string take_value(const std::vector<std::string>& args, size_t& i);
 

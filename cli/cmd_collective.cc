@@ -68,12 +68,9 @@ int cmd_collective(const std::vector<std::string>& args) {
       bytes_text = take_value(args, i);
     else if (a == "--group")
       group = take_value(args, i);
-    else if (a == "--set") {
-      const std::string v = take_value(args, i);
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("--set: expected PATH=VALUE, got \"" + v + "\"");
-      sets.push_back({v.substr(0, eq), v.substr(eq + 1)});
-    } else if (!a.empty() && a[0] == '-')
+    else if (a == "--set")
+      sets.push_back(parse_set(take_value(args, i)));
+    else if (!a.empty() && a[0] == '-')
       throw UsageError("collective: unknown option " + a);
     else if (input.empty())
       input = a;

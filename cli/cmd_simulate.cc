@@ -16,13 +16,6 @@ namespace {
 
 constexpr int64_t kShortcutDevices = 2048;
 
-Override parse_set(const std::string& text) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw UsageError("--set: expected PATH=VALUE such as plan.tp=4, got \"" + text + "\"");
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
 std::string gib(int64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));

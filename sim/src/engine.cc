@@ -262,6 +262,18 @@ class Engine {
     return ps_.stages[stage_of_[d]];
   }
 
+  /// A slot of `pool`: a released one if any, else a new one.
+  template <typename T>
+  static uint32_t acquire(std::vector<T>& pool, std::vector<uint32_t>& released) {
+    if (!released.empty()) {
+      const uint32_t id = released.back();
+      released.pop_back();
+      return id;
+    }
+    pool.emplace_back();
+    return static_cast<uint32_t>(pool.size() - 1);
+  }
+
   void push(SimTime t, EvType type, uint32_t a, uint32_t b) {
     queue_.push(t.ps(), Event{a, b, type});
   }
@@ -340,14 +352,7 @@ class Engine {
   }
 
   void send(uint32_t d, OpId op, const Op& o) {
-    uint32_t id;
-    if (!free_transfers_.empty()) {
-      id = free_transfers_.back();
-      free_transfers_.pop_back();
-    } else {
-      id = static_cast<uint32_t>(transfers_.size());
-      transfers_.emplace_back();
-    }
+    const uint32_t id = acquire(transfers_, free_transfers_);
     const DeviceId dst = peer_of(d, o.peer_axis, o.peer);
     transfers_[id] = Transfer{d, dst, op, o.pass, now_};
     for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
@@ -391,14 +396,7 @@ class Engine {
 
   void launch(uint32_t any_member, OpId op) {
     const Op& o = program(any_member).op(op);
-    uint32_t id;
-    if (!free_runs_.empty()) {
-      id = free_runs_.back();
-      free_runs_.pop_back();
-    } else {
-      id = static_cast<uint32_t>(runs_.size());
-      runs_.emplace_back();
-    }
+    const uint32_t id = acquire(runs_, free_runs_);
     CollectiveRun& r = runs_[id];
     r.in_use = true;
     r.op = op;
