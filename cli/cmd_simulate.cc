@@ -33,6 +33,7 @@ void print_summary(const Scenario& s, const StepReport& r) {
   std::printf("  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);
   std::printf("  MFU                %.1f %%    (HFU %.1f %%; per device %.1f model, %.1f hardware TFLOP/s)\n",
               100 * r.mfu, 100 * r.hfu, r.model_tflops_per_device, r.hardware_tflops_per_device);
+  std::printf("  bound by           %s\n", r.binding.c_str());
   const auto& b = r.breakdown;
   auto pct = [&](double x) { return r.step_time_s > 0 ? 100 * x / r.step_time_s : 0.0; };
   std::printf(

@@ -34,6 +34,26 @@ void check_step_fits_in_time(const Scenario& s, const ProgramSet& programs) {
   }
 }
 
+/// The constraint that binds a step (see StepReport::binding).
+std::string binding_constraint(const StepReport& r) {
+  if (!r.memory.fits) return "memory";
+  const StepBreakdown& b = r.breakdown;
+  const double most = std::max({b.compute_s, b.exposed_comm_s, b.bubble_s, b.other_s});
+  if (most == b.compute_s) return "compute";
+  if (most == b.exposed_comm_s) {
+    std::string stream = "?";
+    double busiest = -1;
+    for (const auto& [name, seconds] : r.comm_busy_by_stream_s) {
+      if (seconds > busiest) {
+        busiest = seconds;
+        stream = name;
+      }
+    }
+    return "communication (" + stream + ")";
+  }
+  return most == b.bubble_s ? "pipeline bubble" : "waiting";
+}
+
 }  // namespace
 
 StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut) {
@@ -90,6 +110,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.compute_by_kind_s = er.compute_by_kind_s;
   r.comm_busy_by_stream_s = er.comm_busy_by_stream_s;
   r.memory = training_memory(s);
+  r.binding = binding_constraint(r);
   r.sim.events = er.events;
   r.sim.flows = er.flows;
   r.sim.devices = s.cluster.devices;

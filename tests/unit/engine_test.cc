@@ -104,6 +104,16 @@ TEST(Engine, BreakdownSumsToStepTime) {
   }
 }
 
+TEST(Engine, BindingConstraintNamesWhatDominates) {
+  EXPECT_EQ(run_training_step(testing::scenario(kSmall, {{"cluster.chip.hbm_bytes", "1000000"}}), {}).report.binding,
+            "memory");
+  // A fabric 1000x slower makes the step communication-bound.
+  const StepRun slow = run_training_step(testing::scenario(kSmall, {{"cluster.fabric.nic_GBps_per_gpu", "0.05"},
+                                                                    {"cluster.fabric.nvlink_GBps_per_gpu", "0.45"}}),
+                                         {});
+  EXPECT_EQ(slow.report.binding.rfind("communication (", 0), 0u) << slow.report.binding;
+}
+
 TEST(Engine, FsdpPrefetchIsNeverSlower) {
   for (const char* tp : {"1", "8"}) {
     for (const char* mb : {"1", "4"}) {

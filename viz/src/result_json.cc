@@ -20,6 +20,7 @@ std::string step_report_json(const StepReport& r) {
   j["hardware_tflops_per_device"] = r.hardware_tflops_per_device;
   j["tokens_per_step"] = r.tokens_per_step;
   j["tokens_per_s"] = r.tokens_per_s;
+  j["binding"] = r.binding;
   j["breakdown"] = {{"compute_s", r.breakdown.compute_s},
                     {"exposed_comm_s", r.breakdown.exposed_comm_s},
                     {"bubble_s", r.breakdown.bubble_s},

@@ -50,6 +50,10 @@ struct StepReport {
   /// Where the critical device spent its time: compute by op kind, and how
   /// long each communication stream was busy (overlapping).
   int64_t critical_device = 0;
+  /// What binds the step: "memory" when it does not fit, else the largest
+  /// part of the breakdown ("compute", "communication (STREAM)" naming the
+  /// busiest communication stream, "pipeline bubble", "waiting").
+  std::string binding;
   std::vector<std::pair<std::string, double>> compute_by_kind_s;
   std::vector<std::pair<std::string, double>> comm_busy_by_stream_s;
   MemoryReport memory;
