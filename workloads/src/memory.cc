@@ -105,20 +105,15 @@ int64_t peak_in_flight_bytes(const Plan& p, int64_t stage, const std::vector<int
 MemoryReport training_memory(const Scenario& s) {
   const ModelSpec& m = s.model;
   const Plan& p = s.plan;
-  const ParamCount pc = count_params(m);
   const int64_t t = p.tp;
-  const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
-  const int64_t attention = m.hidden * (m.heads / t) * m.head_dim * 2 + 2 * m.hidden * kv * m.head_dim;
-  const int64_t layer =
-      attention + (m.mlp == MlpKind::kSwiglu ? 3 : 2) * m.hidden * (m.ffn_hidden / t) + pc.per_layer_other;
-  // A mixture-of-experts layer: replicated part (attention, router, shared
-  // experts) and this device's experts (replicated over dp·cp / ep only).
-  const int64_t moe_dense = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
-  const int64_t moe_experts = m.is_moe() ? m.moe.experts / p.ep * pc.expert : 0;
-  const int64_t vocab_rows = padded_vocab(m, t) / t * m.hidden;
-  const int64_t embed =
-      (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? p.seq_len * m.hidden : 0);
-  const int64_t head = vocab_rows + pc.final_norm;
+  // A mixture-of-experts layer has a replicated part (attention, router,
+  // shared experts) and this device's experts (replicated over dp·cp / ep).
+  const DeviceParams dp_params = device_params(m, t, p.ep, p.seq_len);
+  const int64_t layer = dp_params.dense_layer;
+  const int64_t moe_dense = dp_params.moe_layer_replicated;
+  const int64_t moe_experts = dp_params.moe_layer_experts;
+  const int64_t embed = dp_params.embedding;
+  const int64_t head = dp_params.head;
   // Parameters are replicated over dp and cp; ZeRO shards over both.
   // Hybrid FSDP shards within its group only.
   const int64_t group = p.zero == 3 && p.fsdp_shard_size > 0 ? p.fsdp_shard_size : p.dp;
@@ -181,7 +176,10 @@ MemoryReport training_memory(const Scenario& s) {
     }
     if (!fsdp && shards > 1) buffers += 2 * p.grad_bucket_bytes;                    // DDP buckets in flight
     if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
-    if (p.cp > 1) buffers += 2 * 2 * 2 * T * kv * m.head_dim * 2;  // ring attention: two K,V(+dK,dV) blocks
+    if (p.cp > 1) {
+      const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
+      buffers += 2 * 2 * 2 * T * kv * m.head_dim * 2;  // ring attention: two K,V(+dK,dV) blocks
+    }
     add("comm_buffers", buffers);
     for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
     r.fits = r.peak_bytes_per_device <= r.capacity_bytes;

@@ -30,6 +30,25 @@ ParamCount count_params(const ModelSpec& m) {
   return c;
 }
 
+DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t seq_len) {
+  const ParamCount pc = count_params(m);
+  const int64_t h = m.hidden, d = m.head_dim;
+  const int64_t a = m.heads / tp;
+  const int64_t kv = m.kv_heads >= tp ? m.kv_heads / tp : 1;
+  const int64_t f = m.ffn_hidden / tp;
+  const int64_t attention = 2 * h * a * d + 2 * h * kv * d;
+  DeviceParams dp;
+  dp.dense_layer = attention + (m.mlp == MlpKind::kSwiglu ? 3 : 2) * f * h + pc.per_layer_other;
+  if (m.is_moe()) {
+    dp.moe_layer_replicated = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
+    dp.moe_layer_experts = m.moe.experts / ep * pc.expert;
+  }
+  const int64_t vocab_rows = padded_vocab(m, tp) / tp * h;  // this rank's padded slice
+  dp.embedding = (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? seq_len * h : 0);
+  dp.head = vocab_rows + pc.final_norm;
+  return dp;
+}
+
 int64_t padded_vocab(const ModelSpec& m, int64_t tp) {
   const int64_t multiple = 128 * tp;
   return (m.vocab + multiple - 1) / multiple * multiple;

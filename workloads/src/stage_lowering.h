@@ -49,21 +49,13 @@ class StageLowering {
     v_ = padded_vocab(m_, t_) / t_;
     vocab_model_ = static_cast<double>(m_.vocab) / static_cast<double>(padded_vocab(m_, t_));
     w_ = dtype_bytes(p_.matmul_dtype);
-    const ParamCount pc = count_params(m_);
-    const int64_t attention = h_ * a_ * d_ + 2 * h_ * kv_ * d_ + a_ * d_ * h_;
-    layer_params_ = attention + (up_n_ + f_) * h_ + pc.per_layer_other;
-    if (m_.is_moe()) {
-      // Experts are not split over tp (each tp rank routes its own
-      // sequence-parallel tokens); the router and shared experts are
-      // replicated over tp.
-      local_experts_ = m_.moe.experts / p_.ep;
-      moe_dense_params_ = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
-      moe_expert_params_ = local_experts_ * pc.expert;
-    }
-    const int64_t vocab_rows = v_ * h_;  // this rank's padded slice
-    embed_params_ =
-        (m_.tied_embeddings ? 0 : vocab_rows) + (m_.position == PositionKind::kLearned ? p_.seq_len * h_ : 0);
-    head_params_ = vocab_rows + pc.final_norm;
+    const DeviceParams params = device_params(m_, t_, p_.ep, p_.seq_len);
+    layer_params_ = params.dense_layer;
+    moe_dense_params_ = params.moe_layer_replicated;
+    moe_expert_params_ = params.moe_layer_experts;
+    if (m_.is_moe()) local_experts_ = m_.moe.experts / p_.ep;
+    embed_params_ = params.embedding;
+    head_params_ = params.head;
     chunks_ = p_.chunks();
     v_chunks_ = p_.virtual_stages;
     shards_ = p_.dp * p_.cp;
