@@ -105,7 +105,6 @@ struct CollectiveRun {
   size_t phase = 0;
   size_t pending = 0;
   SimTime start;  // when the last member arrived
-  bool in_use = false;
 };
 
 /// Per-device accounting of what its streams are doing, for the breakdown.
@@ -398,7 +397,6 @@ class Engine {
     const Op& o = program(any_member).op(op);
     const uint32_t id = acquire(runs_, free_runs_);
     CollectiveRun& r = runs_[id];
-    r.in_use = true;
     r.op = op;
     const PlanKey key{static_cast<uint64_t>(o.comm_bytes.value()),
                       static_cast<uint32_t>(mesh_.group_index(any_member, o.axes)), o.axes, o.collective};
@@ -474,7 +472,6 @@ class Engine {
       c.advance(now_);
       --c.comm_active;
     }
-    r.in_use = false;
     free_runs_.push_back(id);
     const SimTime busy = now_ - r.start;
     for (DeviceId m : cached->members) {
