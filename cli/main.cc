@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
     if (cmd == "presets") return cli::cmd_presets(args);
     if (cmd == "validate") return cli::cmd_validate(args);
     throw cli::UsageError("unknown command \"" + cmd + "\" (try shardsim --help)");
+  } catch (const cli::AlreadyReported& e) {
+    return e.status;
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

@@ -56,18 +56,26 @@ std::string binding_constraint(const StepReport& r) {
 
 }  // namespace
 
-StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut) {
+EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>& trace_devices,
+                                  bool replica_shortcut) {
+  EngineOptions opt;
+  opt.trace_devices = trace_devices;
+  opt.collective = s.cluster.collective;
+  opt.replica_shortcut = replica_shortcut;
+  return opt;
+}
+
+StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut,
+                          const Simulator& simulator, const std::string& backend) {
   const auto t0 = std::chrono::steady_clock::now();
   StepRun run;
   run.programs = lower_training_step(s);
   check_step_fits_in_time(s, run.programs);
   const auto topo = build_topology(s.cluster);
   const Mesh mesh = build_mesh(s.plan);
-  EngineOptions opt;
-  opt.trace_devices = trace_devices;
-  opt.collective = s.cluster.collective;
-  opt.replica_shortcut = replica_shortcut;
-  EngineResult er = simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
+  const EngineOptions opt = step_engine_options(s, trace_devices, replica_shortcut);
+  EngineResult er = simulator ? simulator(run.programs, mesh, *topo, s.cluster.chip, opt)
+                              : simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   StepReport& r = run.report;
@@ -117,6 +125,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.sim.ops_per_device = static_cast<int64_t>(max_ops);
   r.sim.simulated_devices = er.active_devices;
   r.sim.wall_s = wall;
+  r.sim.backend = backend;
   run.timeline = std::move(er.timeline);
   return run;
 }

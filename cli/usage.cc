@@ -8,12 +8,13 @@ Usage:
   shardsim simulate SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
                              [--trace-devices LIST] [--no-timing]
                              [--replica-shortcut on|off|auto]
+                             [--backend native|simgrid]
       Lower SCENARIO (model + cluster + plan) to a per-device program and
       simulate one training step. Prints a summary, or with --json one object:
       step_time_s, mfu, hfu, model_tflops_per_device, tokens_per_s, breakdown
       {compute_s, exposed_comm_s, bubble_s, other_s}, memory
       {peak_bytes_per_device, capacity_bytes, fits, components}, sim {events,
-      flows, devices, ops_per_device, wall_s}.
+      flows, devices, ops_per_device, wall_s, backend}.
       --set plan.tp=4      override any field (dotted JSON path; the value is
                            JSON, or a string if it is not)
       --trace FILE         write a Chrome trace (open in ui.perfetto.dev)
@@ -23,6 +24,11 @@ Usage:
                            the same program; collectives over dp still move
                            every member's data). auto (default): on above
                            2048 devices. sim.simulated_devices says which.
+      --backend B          native (default): shardsim's max-min fluid network;
+                           simgrid: SimGrid decides how flows share links (in
+                           a worker process; CM02 by default, or LV08 with
+                           --set simulator.simgrid_network_model=LV08).
+                           Same as --set simulator.backend=B.
 
   shardsim collective SCENARIO|CLUSTER --op OP --bytes SIZE [--group G]
                       [--concurrent] [--set PATH=VALUE]... [--json]

@@ -123,8 +123,7 @@ EngineResult simulate(const ProgramSet& programs, const Mesh& mesh, const Topolo
 
 namespace shardsim {
 
-EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes, const Topology& topo,
-                                 const ChipSpec& chip, const CollectiveCosts& costs, bool all_groups) {
+ProgramSet lone_collective_program(CollectiveKind kind, Bytes size, uint8_t axes) {
   ProgramBuilder b;
   b.add_stream("comm");
   Op o;
@@ -136,6 +135,12 @@ EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& me
   b.add(o);
   ProgramSet programs;
   programs.stages.push_back(std::move(b).finish());
+  return programs;
+}
+
+EngineResult simulate_collective(CollectiveKind kind, Bytes size, const Mesh& mesh, uint8_t axes, const Topology& topo,
+                                 const ChipSpec& chip, const CollectiveCosts& costs, bool all_groups) {
+  const ProgramSet programs = lone_collective_program(kind, size, axes);
   EngineOptions opt;
   opt.collective = costs;
   if (!all_groups) mesh.group_members(0, axes, opt.active_devices);

@@ -478,6 +478,19 @@ Published parse_published(const Json& j, const std::string& file) {
   return pub;
 }
 
+SimulatorSpec parse_simulator(const Json& j, const std::string& file) {
+  if (!j.is_object()) throw InputError(file, "/simulator", "expected an object, got " + detail::describe(j));
+  ObjectReader r(j, file, "/simulator");
+  SimulatorSpec s;
+  s.backend = r.choice("backend", {"native", "simgrid"}, "native") == "simgrid" ? SimulatorSpec::Backend::kSimgrid
+                                                                                : SimulatorSpec::Backend::kNative;
+  s.simgrid_model = r.choice("simgrid_network_model", {"CM02", "LV08"}, "CM02") == "LV08"
+                        ? SimulatorSpec::SimgridModel::kLv08
+                        : SimulatorSpec::SimgridModel::kCm02;
+  r.done();
+  return s;
+}
+
 Json load_root(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
   Json root = detail::parse_json_text(text, name);
   if (!root.is_object()) throw InputError(name, "/", "expected a scenario object with model, cluster and plan");
@@ -497,6 +510,7 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster);
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
+  if (r.has("simulator")) sc.simulator = parse_simulator(r.raw("simulator"), name);
   r.done();
   // Stamp: FNV-1a 64 of the scenario as simulated (overrides applied, keys
   // sorted by nlohmann's std::map), so a result names what produced it.

@@ -30,12 +30,26 @@ struct Published {
   std::string assumptions;
 };
 
+/// How a scenario is simulated (its optional "simulator" object).
+struct SimulatorSpec {
+  enum class Backend : uint8_t { kNative, kSimgrid };
+  /// SimGrid's network model: CM02 with no cross-traffic and no TCP window
+  /// (a lone transfer takes size / bandwidth, as in the native model), or
+  /// LV08, SimGrid's TCP model calibrated against packet-level simulation
+  /// (latency x13.01, bandwidth x0.97, 5% reverse traffic, RTT-weighted
+  /// sharing, TCP window cap).
+  enum class SimgridModel : uint8_t { kCm02, kLv08 };
+  Backend backend = Backend::kNative;
+  SimgridModel simgrid_model = SimgridModel::kCm02;
+};
+
 struct Scenario {
   std::string file;  ///< where it came from, for messages
   ModelSpec model;
   ClusterSpec cluster;
   Plan plan;
   Published published;
+  SimulatorSpec simulator;
   std::string config_hash;  ///< hash of the scenario JSON as simulated (overrides applied)
 };
 
