@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,16 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
 /// A cluster alone (a cluster preset name or a cluster JSON file), for
 /// `shardsim collective`.
 ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides = {});
+
+/// Why a plan cannot run on its model and cluster: the plan field to blame
+/// ("" for the plan as a whole) and a one-line reason.
+struct PlanIssue {
+  std::string field;
+  std::string message;
+};
+/// The cross-field checks of a plan (divisibility, device count, schedule,
+/// size caps): the loader's, shared with the plan search.
+std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const ClusterSpec& c);
 
 std::unique_ptr<Topology> build_topology(const ClusterSpec& c);
 Mesh build_mesh(const Plan& p);
