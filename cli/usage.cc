@@ -40,6 +40,22 @@ Usage:
          group holding device 0)
       --concurrent         run every group of that shape at once (contention)
 
+  shardsim search SCENARIO [--objective step_time|mfu|cost] [--top K]
+                  [--max-simulations N] [--jobs J] [--devices N]
+                  [--emit-best FILE] [--set PATH=VALUE]... [--json] [--no-timing]
+      Which plan should I run? Enumerates the plans of SCENARIO's model,
+      cluster and batch (tp, cp, pp and schedule, dp, ep, ZeRO stage,
+      microbatch size, recomputation), drops the invalid and those over
+      memory, prunes by lower bounds on the step time, simulates the rest in
+      order of a closed-form estimate (up to N, default 12, the scenario's own
+      plan first) and prints them ranked with the counts of each tier.
+      "best proven" means every plan left was pruned by a bound.
+      --objective cost     fewest device-seconds per step, also trying N/2,
+                           N/4, ... devices (GPU clusters)
+      --emit-best FILE     write the best plan as a ready scenario file
+      --jobs J             simulations at once (default: every core); the
+                           answer does not depend on it
+
   shardsim validate DIR [--json]
       Simulate every scenario in DIR that has a "published" object and print
       predicted against published figures, each row's error and the mean

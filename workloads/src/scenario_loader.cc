@@ -539,6 +539,10 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   return sc;
 }
 
+std::string render_scenario(const std::string& file, const std::vector<Override>& overrides) {
+  return load_root(read_file(file), file, overrides).dump(2) + "\n";
+}
+
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides) {
   return parse_scenario(read_file(file), file, overrides);
 }

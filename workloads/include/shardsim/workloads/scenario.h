@@ -66,6 +66,9 @@ struct Override {
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides = {});
 /// Same, from JSON text (`name` is used in messages).
 Scenario parse_scenario(const std::string& text, const std::string& name, const std::vector<Override>& overrides = {});
+/// The scenario file's JSON with `overrides` applied, pretty-printed (for
+/// writing a scenario a search found). Throws InputError like load_scenario.
+std::string render_scenario(const std::string& file, const std::vector<Override>& overrides);
 /// A cluster alone (a cluster preset name or a cluster JSON file), for
 /// `shardsim collective`.
 ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides = {});
