@@ -10,6 +10,7 @@
 #include "args.h"
 #include "commands.h"
 #include "plan_search.h"
+#include "report_writer.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/scenario.h"
@@ -79,7 +80,7 @@ bool progress_wanted() {
 }  // namespace
 
 int cmd_search(const std::vector<std::string>& args) {
-  std::string file, emit, objective = "step_time";
+  std::string file, emit, report, objective = "step_time";
   std::vector<Override> sets;
   int64_t top = 10, devices = 0, budget = 12, jobs = 0;
   bool json = false, no_timing = false;
@@ -113,6 +114,8 @@ int cmd_search(const std::vector<std::string>& args) {
       }
     } else if (a == "--emit-best") {
       emit = take_value(args, i);
+    } else if (a == "--report") {
+      report = take_value(args, i);
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("search: unknown option " + a);
     } else if (file.empty()) {
@@ -166,6 +169,23 @@ int cmd_search(const std::vector<std::string>& args) {
     if (!write_file_atomic(emit, text, err)) throw UsageError(err);
   }
 
+  if (!report.empty()) {
+    std::vector<ReportPlanPoint> points;
+    for (size_t i = 0; i < res.rows.size(); ++i) {
+      const SearchRow& r = res.rows[i];
+      points.push_back(
+          {describe_plan(r.plan) +
+               (r.devices != base.cluster.devices ? " on " + std::to_string(r.devices) + " devices" : std::string()),
+           r.report.step_time_s, r.report.memory.peak_bytes_per_device, i == 0, r.from_scenario});
+    }
+    Scenario best = base;
+    best.plan = res.rows.front().plan;
+    best.cluster.devices = res.rows.front().devices;
+    write_step_report(best, report,
+                      "shardsim search: best plan for " + base.model.name + " on " +
+                          std::to_string(best.cluster.devices) + " x " + base.cluster.chip.name,
+                      std::move(points));
+  }
   const double per_s = res.enumerate_wall_s > 0 ? static_cast<double>(res.counts.enumerated) / res.enumerate_wall_s : 0;
   if (json) {
     nlohmann::json j;
@@ -209,6 +229,7 @@ int cmd_search(const std::vector<std::string>& args) {
                 r.from_scenario ? "  (scenario)" : "");
   }
   if (!emit.empty()) std::printf("\n  best plan written to %s\n", emit.c_str());
+  if (!report.empty()) std::printf("  report written to %s\n", report.c_str());
   return 0;
 }
 

@@ -42,7 +42,8 @@ Usage:
 
   shardsim search SCENARIO [--objective step_time|mfu|cost] [--top K]
                   [--max-simulations N] [--jobs J] [--devices N]
-                  [--emit-best FILE] [--set PATH=VALUE]... [--json] [--no-timing]
+                  [--emit-best FILE] [--report FILE] [--set PATH=VALUE]... [--json]
+                  [--no-timing]
       Which plan should I run? Enumerates the plans of SCENARIO's model,
       cluster and batch (tp, cp, pp and schedule, dp, ep, ZeRO stage,
       microbatch size, recomputation), drops the invalid and those over
@@ -53,8 +54,16 @@ Usage:
       --objective cost     fewest device-seconds per step, also trying N/2,
                            N/4, ... devices (GPU clusters)
       --emit-best FILE     write the best plan as a ready scenario file
+      --report FILE        write the HTML report of the best plan, with every
+                           simulated plan as step time against peak memory
       --jobs J             simulations at once (default: every core); the
                            answer does not depend on it
+
+  shardsim report SCENARIO --out FILE [--set PATH=VALUE]...
+      Write one self-contained HTML page (no network, no script) about
+      SCENARIO's step: the time breakdown, a timeline of up to four devices
+      (each stream; idle compute shaded), memory over the step by component,
+      and a roofline of the ops against the chip's peak and HBM bandwidth.
 
   shardsim validate DIR [--json]
       Simulate every scenario in DIR that has a "published" object and print
