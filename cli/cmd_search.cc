@@ -127,6 +127,10 @@ int cmd_search(const std::vector<std::string>& args) {
   if (file.empty()) throw UsageError("search: expected a scenario file (shardsim --help)");
   if (devices > 0) sets.push_back({"cluster.devices", std::to_string(devices)});
   const Scenario base = load_scenario(file, sets);
+  if (base.plan.inference()) {
+    throw InputError(file, "/plan/phase",
+                     "the plan search covers training plans; for serving, compare plans with shardsim serve --set");
+  }
 
   SearchOptions opt;
   opt.objective = objective == "mfu"    ? SearchObjective::kMfu

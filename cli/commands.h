@@ -13,6 +13,7 @@ int cmd_presets(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_search(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+int cmd_serve(const std::vector<std::string>& args);
 extern const char* const kUsage;
 
 }  // namespace shardsim::cli

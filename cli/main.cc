@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     if (cmd == "validate") return cli::cmd_validate(args);
     if (cmd == "search") return cli::cmd_search(args);
     if (cmd == "report") return cli::cmd_report(args);
+    if (cmd == "serve") return cli::cmd_serve(args);
     throw cli::UsageError("unknown command \"" + cmd + "\" (try shardsim --help)");
   } catch (const cli::AlreadyReported& e) {
     return e.status;

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     const std::vector<uint32_t> traced = trace_list.empty()
                                              ? std::vector<uint32_t>{}
                                              : cli::parse_device_list("--trace-devices", trace_list, s.cluster.devices);
-    const ProgramSet programs = lower_training_step(s);
+    const ProgramSet programs = lower_step(s);
     const auto topo = build_topology(s.cluster);
     const Mesh mesh = build_mesh(s.plan);
     SimgridOptions sg;

@@ -69,7 +69,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
                           const Simulator& simulator, const std::string& backend) {
   const auto t0 = std::chrono::steady_clock::now();
   StepRun run;
-  run.programs = lower_training_step(s);
+  run.programs = lower_step(s);
   check_step_fits_in_time(s, run.programs);
   const auto topo = build_topology(s.cluster);
   const Mesh mesh = build_mesh(s.plan);
@@ -111,13 +111,15 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.hfu = r.step_time_s > 0 ? executed * per_stage / (r.step_time_s * devices * peak) : 0;
   r.model_tflops_per_device = r.step_time_s > 0 ? r.model_flops_per_step / devices / r.step_time_s / 1e12 : 0;
   r.hardware_tflops_per_device = r.step_time_s > 0 ? executed * per_stage / devices / r.step_time_s / 1e12 : 0;
-  r.tokens_per_step = s.plan.global_batch * s.plan.seq_len;
+  // A decode step makes one token per sequence; training and prefill
+  // process every token of every sequence.
+  r.tokens_per_step = s.plan.phase == Phase::kDecode ? s.plan.global_batch : s.plan.global_batch * s.plan.seq_len;
   r.tokens_per_s = r.step_time_s > 0 ? static_cast<double>(r.tokens_per_step) / r.step_time_s : 0;
   r.breakdown = er.breakdown;
   r.critical_device = er.critical_device;
   r.compute_by_kind_s = er.compute_by_kind_s;
   r.comm_busy_by_stream_s = er.comm_busy_by_stream_s;
-  r.memory = training_memory(s);
+  r.memory = step_memory(s);
   r.binding = binding_constraint(r);
   r.sim.events = er.events;
   r.sim.flows = er.flows;

@@ -2,7 +2,7 @@
 
 namespace shardsim::cli {
 
-const char* const kUsage = R"(shardsim: predict how a Transformer training step runs on a cluster.
+const char* const kUsage = R"(shardsim: predict how a Transformer training or inference step runs on a cluster.
 
 Usage:
   shardsim simulate SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
@@ -10,7 +10,8 @@ Usage:
                              [--replica-shortcut on|off|auto]
                              [--backend native|simgrid]
       Lower SCENARIO (model + cluster + plan) to a per-device program and
-      simulate one training step. Prints a summary, or with --json one object:
+      simulate one step: training, or with plan.phase "prefill" / "decode"
+      one inference step. Prints a summary, or with --json one object:
       step_time_s, mfu, hfu, model_tflops_per_device, tokens_per_s, breakdown
       {compute_s, exposed_comm_s, bubble_s, other_s}, memory
       {peak_bytes_per_device, capacity_bytes, fits, components}, sim {events,
@@ -64,6 +65,18 @@ Usage:
       SCENARIO's step: the time breakdown, a timeline of up to four devices
       (each stream; idle compute shaded), memory over the step by component,
       and a roofline of the ops against the chip's peak and HBM bandwidth.
+
+  shardsim serve SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
+                 [--no-timing]
+      Serve a request stream (SCENARIO's "serving" object: Poisson arrivals
+      with prompt and output length distributions, or a trace file) on
+      plan.dp / plan.ep replicas with iteration-level (continuous) batching
+      and a paged KV cache, as vLLM does; optional chunked prefill and
+      prefill/decode disaggregation. Every distinct iteration is lowered and
+      simulated. Prints time to first token, time per output token and
+      end-to-end latency at p50/p90/p99, throughput and KV cache use. The
+      same seed gives the same output. --trace writes each replica's
+      iterations and KV use as a Chrome trace.
 
   shardsim validate DIR [--json]
       Simulate every scenario in DIR that has a "published" object and print

@@ -313,12 +313,56 @@ DType parse_dtype(const std::string& s) {
   return DType::kBf16;
 }
 
-Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, const ClusterSpec& c) {
-  if (j.is_string()) return parse_plan(preset_json("plan", j.get<std::string>(), file, "/plan"), file, m, c);
+DType parse_storage_dtype(const std::string& s) {
+  if (s == "fp8") return DType::kFp8;
+  if (s == "int8") return DType::kInt8;
+  return DType::kBf16;
+}
+
+/// An inference plan: the parallelism of the serving replicas and the shape
+/// of the step (see Plan).
+Plan parse_inference_plan(ObjectReader& r, Phase phase, const ModelSpec& m, const ClusterSpec& c, bool serving) {
+  Plan p;
+  p.phase = phase;
+  p.dp = r.positive_int("dp", 1);
+  p.tp = r.positive_int("tp", 1);
+  p.pp = r.positive_int("pp", 1);
+  p.ep = r.positive_int("ep", 1);
+  p.microbatch_size = r.positive_int("batch", 1);
+  const char* len_key = phase == Phase::kPrefill ? "prompt_tokens" : "context_tokens";
+  // `shardsim serve` sizes each iteration itself: the step shape is optional.
+  p.seq_len = serving ? r.positive_int(len_key, 1) : r.positive_int(len_key);
+  p.global_batch = p.microbatch_size * p.dp;
+  p.weight_dtype = parse_storage_dtype(r.choice("weight_dtype", {"bf16", "fp8", "int8"}, "bf16"));
+  p.kv_dtype = parse_storage_dtype(r.choice("kv_dtype", {"bf16", "fp8", "int8"}, "bf16"));
+  p.cuda_graphs = r.boolean("cuda_graphs", phase == Phase::kDecode);
+  p.matmul_dtype = p.weight_dtype == DType::kFp8 ? DType::kFp8 : DType::kBf16;
+  p.sequence_parallel = false;
+  r.done();
+  if (p.weight_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
+    r.fail("weight_dtype", "chip " + c.chip.name + " has no fp8 matmul; use int8 (weight-only) or bf16");
+  }
+  if (p.microbatch_size > (int64_t{1} << 20)) r.fail("batch", "at most 2^20 sequences per replica are supported");
+  if (p.seq_len > (int64_t{1} << 24)) r.fail(len_key, "at most 2^24 tokens per sequence are supported");
+  if (phase == Phase::kPrefill && p.microbatch_size * p.seq_len > (int64_t{1} << 26)) {
+    r.fail("prompt_tokens", "batch·prompt_tokens exceeds 2^26 tokens per step");
+  }
+  if (const auto issue = check_plan(p, m, c)) {
+    if (issue->field.empty()) r.fail_here(issue->message);
+    r.fail(issue->field, issue->message);
+  }
+  return p;
+}
+
+Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, const ClusterSpec& c, bool serving) {
+  if (j.is_string()) return parse_plan(preset_json("plan", j.get<std::string>(), file, "/plan"), file, m, c, serving);
   ObjectReader r(j, file, "/plan");
   Plan p;
   const std::string phase = r.choice("phase", {"train", "prefill", "decode"}, "train");
-  if (phase != "train") r.fail("phase", "inference phases are not supported yet; use \"train\"");
+  if (phase != "train") {
+    return parse_inference_plan(r, phase == "prefill" ? Phase::kPrefill : Phase::kDecode, m, c, serving);
+  }
+  if (serving) r.fail("phase", "a scenario with a \"serving\" object needs an inference plan (\"phase\": \"decode\")");
   p.dp = r.positive_int("dp", 1);
   p.tp = r.positive_int("tp", 1);
   p.pp = r.positive_int("pp", 1);
@@ -406,6 +450,76 @@ SimulatorSpec parse_simulator(const Json& j, const std::string& file) {
   return s;
 }
 
+LengthDistribution parse_length(const Json& j, const std::string& file, const std::string& ptr) {
+  LengthDistribution d;
+  if (j.is_number_integer()) {
+    const int64_t v = j.get<int64_t>();
+    if (v < 1 || v > (int64_t{1} << 20)) {
+      throw InputError(file, ptr, "expected a token count from 1 to 1048576, got " + detail::describe(j));
+    }
+    d.mean = static_cast<double>(v);
+    d.min = d.max = v;
+    return d;
+  }
+  if (!j.is_object()) {
+    throw InputError(
+        file, ptr,
+        "expected a token count or {\"dist\": \"fixed|uniform|lognormal\", ...}, got " + detail::describe(j));
+  }
+  ObjectReader r(j, file, ptr);
+  const std::string kind = r.choice("dist", {"fixed", "uniform", "lognormal"}, "fixed");
+  d.kind = kind == "uniform"     ? LengthDistribution::Kind::kUniform
+           : kind == "lognormal" ? LengthDistribution::Kind::kLognormal
+                                 : LengthDistribution::Kind::kFixed;
+  constexpr int64_t kMaxLen = int64_t{1} << 20;
+  if (d.kind == LengthDistribution::Kind::kFixed) {
+    d.min = d.max = r.int_in("tokens", 1, kMaxLen, 1);
+    d.mean = static_cast<double>(d.min);
+  } else {
+    d.min = r.int_in("min", 1, kMaxLen, 1);
+    d.max = r.int_in("max", 1, kMaxLen, kMaxLen);
+    if (d.max < d.min) r.fail("max", "max must be at least min");
+    d.mean = d.kind == LengthDistribution::Kind::kUniform
+                 ? (static_cast<double>(d.min) + static_cast<double>(d.max)) / 2
+                 : r.number_in("mean", 1, static_cast<double>(kMaxLen), 512);
+    if (d.kind == LengthDistribution::Kind::kLognormal) d.sigma = r.number_in("sigma", 0, 4, 0.5);
+  }
+  r.done();
+  return d;
+}
+
+ServingSpec parse_serving(const Json& j, const std::string& file, const Plan& plan) {
+  if (!j.is_object()) throw InputError(file, "/serving", "expected an object, got " + detail::describe(j));
+  ObjectReader r(j, file, "/serving");
+  ServingSpec s;
+  s.present = true;
+  s.trace_file = r.string("trace_file", "");
+  if (s.trace_file.empty()) {
+    s.requests = r.int_in("requests", 1, 10'000'000, 1000);
+    s.rate_per_s = r.number_in("rate_per_s", 1e-6, 1e9, 1.0);
+    s.seed = static_cast<uint64_t>(r.int_in("seed", 0, INT64_MAX, 1));
+    s.prompt =
+        parse_length(r.has("prompt_tokens") ? r.raw("prompt_tokens") : Json(512), file, "/serving/prompt_tokens");
+    s.output =
+        parse_length(r.has("output_tokens") ? r.raw("output_tokens") : Json(128), file, "/serving/output_tokens");
+  }
+  s.max_batch = r.int_in("max_batch", 1, 1 << 20, 256);
+  s.max_batched_tokens = r.int_in("max_batched_tokens", 1, 1 << 24, 8192);
+  s.block_tokens = r.int_in("block_tokens", 1, 1 << 16, 16);
+  s.kv_memory_fraction = r.number_in("kv_memory_fraction", 0.01, 1.0, 0.9);
+  s.chunked_prefill = r.boolean("chunked_prefill", false);
+  s.prefill_replicas = r.int_in("prefill_replicas", 0, 1 << 20, 0);
+  r.done();
+  if (s.prefill_replicas > 0 && s.prefill_replicas >= plan.dp) {
+    r.fail("prefill_replicas", "disaggregation needs fewer prefill replicas (" + std::to_string(s.prefill_replicas) +
+                                   ") than plan.dp (" + std::to_string(plan.dp) + ") so some replicas decode");
+  }
+  if (s.prefill_replicas > 0 && s.chunked_prefill) {
+    r.fail("chunked_prefill", "chunked prefill mixes prefill and decode on one replica; disaggregation separates them");
+  }
+  return s;
+}
+
 Json load_root(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
   Json root = detail::parse_json_text(text, name);
   if (!root.is_object()) throw InputError(name, "/", "expected a scenario object with model, cluster and plan");
@@ -444,7 +558,7 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
   if (m.is_moe() && m.moe.experts % p.ep != 0) {
     return PlanIssue{"ep", "ep (" + s(p.ep) + ") must divide the " + s(m.moe.experts) + " experts"};
   }
-  if (m.is_moe() && p.tp > 1 && !p.sequence_parallel) {
+  if (m.is_moe() && p.tp > 1 && !p.sequence_parallel && !p.inference()) {
     return PlanIssue{"sequence_parallel",
                      "a mixture of experts with tp > 1 needs sequence_parallel: each tp rank routes its own tokens"};
   }
@@ -522,10 +636,12 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   sc.file = name;
   sc.model = parse_model(r.raw("model"), name);
   sc.cluster = parse_cluster(r.raw("cluster"), name);
-  sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster);
+  const bool serving = r.has("serving");
+  sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster, serving);
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
   if (r.has("simulator")) sc.simulator = parse_simulator(r.raw("simulator"), name);
+  if (serving) sc.serving = parse_serving(r.raw("serving"), name, sc.plan);
   r.done();
   // Stamp: FNV-1a 64 of the scenario as simulated (overrides applied, keys
   // sorted by nlohmann's std::map), so a result names what produced it.

@@ -44,6 +44,34 @@ struct SimulatorSpec {
   SimgridModel simgrid_model = SimgridModel::kCm02;
 };
 
+/// A distribution of token counts: fixed, uniform on [min, max], or
+/// lognormal with the given mean and sigma (of the underlying normal),
+/// clamped to [min, max].
+struct LengthDistribution {
+  enum class Kind : uint8_t { kFixed, kUniform, kLognormal };
+  Kind kind = Kind::kFixed;
+  double mean = 1;
+  int64_t min = 1, max = 1;
+  double sigma = 0.5;
+};
+
+/// The "serving" object: the request stream and the scheduler of
+/// `shardsim serve` (see workloads/serving.h).
+struct ServingSpec {
+  bool present = false;
+  int64_t requests = 1000;
+  double rate_per_s = 1;     ///< Poisson arrival rate, all replicas together
+  uint64_t seed = 1;
+  LengthDistribution prompt, output;
+  std::string trace_file;    ///< JSON array of {arrival_s, prompt_tokens, output_tokens}; replaces the generator
+  int64_t max_batch = 256;            ///< sequences per iteration (vLLM max_num_seqs)
+  int64_t max_batched_tokens = 8192;  ///< tokens per iteration (vLLM max_num_batched_tokens)
+  int64_t block_tokens = 16;          ///< tokens per KV block (vLLM block_size)
+  double kv_memory_fraction = 0.9;    ///< of HBM usable for weights + KV (vLLM gpu_memory_utilization)
+  bool chunked_prefill = false;
+  int64_t prefill_replicas = 0;  ///< > 0: disaggregated, this many of plan.dp replicas only prefill
+};
+
 struct Scenario {
   std::string file;  ///< where it came from, for messages
   ModelSpec model;
@@ -51,6 +79,7 @@ struct Scenario {
   Plan plan;
   Published published;
   SimulatorSpec simulator;
+  ServingSpec serving;
   std::string config_hash;  ///< hash of the scenario JSON as simulated (overrides applied)
 };
 
