@@ -1,6 +1,8 @@
 // shardsim search: which plan should I run?
 #include <unistd.h>
 
+#include <thread>
+
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -77,12 +79,67 @@ bool progress_wanted() {
   return ::isatty(STDERR_FILENO) && (ci == nullptr || *ci == '\0');
 }
 
+/// The serving search's table (an inference scenario with a serving object).
+int serving_search(const Scenario& base, const std::string& file, const ServingLimits& limits, bool json, int64_t top,
+                   int jobs) {
+  if (jobs <= 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const ServingSearchResult res = search_serving_plans(base, limits, jobs);
+  if (res.rows.empty()) {
+    throw InputError(file, "/plan", "no replica layout of this model fits the devices' memory with its requests");
+  }
+  auto row_json = [](const ServingRow& r) {
+    return nlohmann::json{{"tp", r.plan.tp},
+                          {"pp", r.plan.pp},
+                          {"ep", r.plan.ep},
+                          {"replicas", r.summary.replicas},
+                          {"meets_limits", r.feasible},
+                          {"output_tokens_per_s_per_device", r.summary.output_tokens_per_s_per_device},
+                          {"ttft_p99_s", r.summary.ttft_s.p99},
+                          {"tpot_p99_s", r.summary.tpot_s.p99},
+                          {"e2e_p99_s", r.summary.e2e_s.p99}};
+  };
+  if (json) {
+    nlohmann::json j;
+    j["scenario"] = file;
+    j["objective"] = "output_tokens_per_s_per_device";
+    j["limits"] = {{"max_ttft_p99_s", limits.max_ttft_p99_s}, {"max_tpot_p99_s", limits.max_tpot_p99_s}};
+    j["plans"] = {{"enumerated", res.enumerated},
+                  {"invalid", res.invalid},
+                  {"over_memory", res.over_memory},
+                  {"served", res.rows.size()}};
+    j["ranked"] = nlohmann::json::array();
+    for (size_t i = 0; i < res.rows.size() && static_cast<int64_t>(i) < top; ++i) {
+      j["ranked"].push_back(row_json(res.rows[i]));
+    }
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::printf("search (serving): %s on %lld x %s, objective output tokens/s per device", base.model.name.c_str(),
+              static_cast<long long>(base.cluster.devices), base.cluster.chip.name.c_str());
+  if (limits.max_ttft_p99_s > 0) std::printf(", TTFT p99 <= %g s", limits.max_ttft_p99_s);
+  if (limits.max_tpot_p99_s > 0) std::printf(", TPOT p99 <= %g s", limits.max_tpot_p99_s);
+  std::printf("\n  layouts   %lld enumerated, %lld invalid, %lld without room for the KV cache, %zu served\n\n",
+              static_cast<long long>(res.enumerated), static_cast<long long>(res.invalid),
+              static_cast<long long>(res.over_memory), res.rows.size());
+  std::printf("  rank  tok/s/dev  TTFT p99  TPOT p99  replicas  layout\n");
+  for (size_t i = 0; i < res.rows.size() && static_cast<int64_t>(i) < top; ++i) {
+    const ServingRow& r = res.rows[i];
+    std::printf("  %4zu  %9.2f  %8.4f  %8.4f  %8lld  tp %lld · pp %lld%s%s\n", i + 1,
+                r.summary.output_tokens_per_s_per_device, r.summary.ttft_s.p99, r.summary.tpot_s.p99,
+                static_cast<long long>(r.summary.replicas), static_cast<long long>(r.plan.tp),
+                static_cast<long long>(r.plan.pp), r.plan.ep > 1 ? (" · ep " + std::to_string(r.plan.ep)).c_str() : "",
+                r.feasible ? "" : "  (misses the limits)");
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_search(const std::vector<std::string>& args) {
   std::string file, emit, report, objective = "step_time";
   std::vector<Override> sets;
   int64_t top = 10, devices = 0, budget = 12, jobs = 0;
+  ServingLimits limits;
   bool json = false, no_timing = false;
   auto positive = [](const std::string& flag, const std::string& v, int64_t hi) {
     if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < 1 ||
@@ -114,6 +171,14 @@ int cmd_search(const std::vector<std::string>& args) {
       }
     } else if (a == "--emit-best") {
       emit = take_value(args, i);
+    } else if (a == "--max-ttft-p99-s" || a == "--max-tpot-p99-s") {
+      const std::string v = take_value(args, i);
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x > 0) || x > 1e6) {
+        throw UsageError(a + ": expected a positive number of seconds, got \"" + v + "\"");
+      }
+      (a == "--max-ttft-p99-s" ? limits.max_ttft_p99_s : limits.max_tpot_p99_s) = x;
     } else if (a == "--report") {
       report = take_value(args, i);
     } else if (!a.empty() && a[0] == '-') {
@@ -128,8 +193,12 @@ int cmd_search(const std::vector<std::string>& args) {
   if (devices > 0) sets.push_back({"cluster.devices", std::to_string(devices)});
   const Scenario base = load_scenario(file, sets);
   if (base.plan.inference()) {
-    throw InputError(file, "/plan/phase",
-                     "the plan search covers training plans; for serving, compare plans with shardsim serve --set");
+    if (!base.serving.present) {
+      throw InputError(file, "/serving",
+                       "missing: searching an inference plan serves the scenario's request stream; add a serving "
+                       "object (docs/inference.md)");
+    }
+    return serving_search(base, file, limits, json, top, static_cast<int>(jobs));
   }
 
   SearchOptions opt;

@@ -13,100 +13,15 @@
 
 #include "args.h"
 #include "commands.h"
+#include "serve_runner.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/engine.h"
-#include "shardsim/workloads/serving.h"
-#include "step_runner.h"
 
 namespace shardsim::cli {
 namespace {
 
-/// Rounds a count to one of 64 steps per octave above 64 (about 1.1%), so
-/// iterations of nearly the same shape share one simulation.
-int64_t bucket(int64_t x) {
-  if (x <= 64) return x;
-  const double e = std::round(std::log2(static_cast<double>(x)) * 64.0) / 64.0;
-  return static_cast<int64_t>(std::llround(std::exp2(e)));
-}
-
-/// Times iterations by lowering and simulating them on one replica, once per
-/// bucketed shape.
-class IterationTimer {
- public:
-  explicit IterationTimer(const Scenario& s) : s_(s) {
-    replica_ = s;
-    replica_.plan.dp = s.plan.ep;
-    replica_.cluster.devices = s.plan.tp * s.plan.pp * s.plan.ep;
-    if (replica_.cluster.fabric == FabricKind::kTorus && replica_.cluster.devices != s.cluster.devices) {
-      // A torus replica keeps the slice's shape only when the slice is one
-      // replica; otherwise time it on the whole slice with dp replicas.
-      replica_ = s;
-    }
-    topo_ = build_topology(replica_.cluster);
-    mesh_ = std::make_unique<Mesh>(build_mesh(replica_.plan));
-  }
-
-  double operator()(IterationShape shape) {
-    const int64_t ep = s_.plan.ep;
-    if (ep > 1) {  // each ep rank takes its share of the batch
-      shape.prefill_tokens = (shape.prefill_tokens + ep - 1) / ep;
-      shape.prefill_pairs = (shape.prefill_pairs + ep - 1) / ep;
-      shape.prefill_completing = (shape.prefill_completing + ep - 1) / ep;
-      shape.decode_sequences = (shape.decode_sequences + ep - 1) / ep;
-      shape.decode_context = (shape.decode_context + ep - 1) / ep;
-    }
-    shape.prefill_tokens = bucket(shape.prefill_tokens);
-    shape.prefill_pairs = bucket(shape.prefill_pairs);
-    shape.decode_context = bucket(shape.decode_context);
-    const auto key = std::make_tuple(shape.prefill_tokens, shape.prefill_pairs, shape.prefill_completing,
-                                     shape.decode_sequences, shape.decode_context);
-    auto [it, fresh] = cache_.try_emplace(key, 0.0);
-    if (fresh) {
-      const ProgramSet programs = lower_iteration(replica_, shape);
-      const EngineOptions opt = step_engine_options(replica_, {}, replica_.plan.dp > 1);
-      it->second = simulate(programs, *mesh_, *topo_, replica_.cluster.chip, opt).step_time.seconds();
-      events_ += 1;
-    }
-    return it->second;
-  }
-  size_t simulations() const { return cache_.size(); }
-
- private:
-  const Scenario& s_;
-  Scenario replica_;
-  std::unique_ptr<Topology> topo_;
-  std::unique_ptr<Mesh> mesh_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, double> cache_;
-  int64_t events_ = 0;
-};
-
-/// Moving one request's KV cache from a prefill replica to a decode replica:
-/// every layer's K and V of each prompt position, sent by the replica's
-/// tp·pp devices in parallel over their NICs (or torus links).
-double kv_transfer_s(const Scenario& s, int64_t prompt_tokens) {
-  const ModelSpec& m = s.model;
-  const double bytes = static_cast<double>(prompt_tokens) * static_cast<double>(m.layers) * 2.0 *
-                       static_cast<double>(m.kv_heads * m.head_dim) * dtype_bytes(s.plan.kv_dtype);
-  const double senders = static_cast<double>(s.plan.tp * s.plan.pp);
-  if (s.cluster.fabric == FabricKind::kTorus) {
-    return bytes / (senders * s.cluster.torus.link_bandwidth.value() * s.cluster.torus.link_efficiency) +
-           s.cluster.torus.hop_latency.seconds();
-  }
-  const FatTreeSpec& f = s.cluster.fat_tree;
-  return bytes / (senders * f.nic_bandwidth.value() * f.nic_efficiency) +
-         2 * (f.nic_latency + f.switch_latency).seconds();
-}
-
-struct Pcts {
-  double p50, p90, p99, mean;
-};
-Pcts pcts(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return {percentile(v, 50), percentile(v, 90), percentile(v, 99), v.empty() ? 0 : sum / static_cast<double>(v.size())};
-}
-nlohmann::json pj(const Pcts& p) {
+nlohmann::json pj(const LatencyPercentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
 }
 
@@ -173,35 +88,11 @@ int cmd_serve(const std::vector<std::string>& args) {
     throw InputError(file, "/serving", "missing: shardsim serve needs a \"serving\" object (see docs/inference.md)");
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<ServeRequest> reqs = serving_requests(s);
-  IterationTimer timer(s);
-  const ServeResult r = simulate_serving(
-      s, reqs, [&](const IterationShape& sh) { return timer(sh); },
-      [&](int64_t prompt) { return kv_transfer_s(s, prompt); });
+  const ServeSummary sum = run_serving(s);
+  const ServeResult& r = sum.result;
   const double wall = no_timing ? 0 : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  std::vector<double> ttft, tpot, e2e;
-  double first = 1e300, last = 0;
-  int64_t out_tokens = 0, in_tokens = 0;
-  for (const ServeRequestResult& q : r.requests) {
-    ttft.push_back(q.first_token_s - q.arrival_s);
-    e2e.push_back(q.finish_s - q.arrival_s);
-    if (q.output_tokens > 1) tpot.push_back((q.finish_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1));
-    first = std::min(first, q.arrival_s);
-    last = std::max(last, q.finish_s);
-    out_tokens += q.output_tokens;
-    in_tokens += q.prompt_tokens;
-  }
-  const double span = std::max(1e-12, last - first);
-  // KV use, time-weighted over each replica's iterations.
-  double kv_area = 0, kv_time = 0, kv_max = 0;
-  for (const ServeIteration& it : r.iterations) {
-    kv_area += it.kv_used * (it.end_s - it.start_s);
-    kv_time += it.end_s - it.start_s;
-    kv_max = std::max(kv_max, it.kv_used);
-  }
-  const Pcts T = pcts(ttft), P = pcts(tpot), E = pcts(e2e);
-  const int64_t replicas = s.plan.dp / s.plan.ep;
+  const LatencyPercentiles &T = sum.ttft_s, &P = sum.tpot_s, &E = sum.e2e_s;
+  const int64_t replicas = sum.replicas;
   if (!trace.empty()) {
     std::string err;
     if (!write_file_atomic(
@@ -218,21 +109,20 @@ int cmd_serve(const std::vector<std::string>& args) {
     j["devices"] = s.cluster.devices;
     j["replicas"] = replicas;
     j["requests"] = r.requests.size();
-    j["duration_s"] = span;
-    j["output_tokens_per_s"] = static_cast<double>(out_tokens) / span;
-    j["total_tokens_per_s"] = static_cast<double>(out_tokens + in_tokens) / span;
-    j["output_tokens_per_s_per_device"] =
-        static_cast<double>(out_tokens) / span / static_cast<double>(s.cluster.devices);
+    j["duration_s"] = sum.duration_s;
+    j["output_tokens_per_s"] = sum.output_tokens_per_s;
+    j["total_tokens_per_s"] = sum.total_tokens_per_s;
+    j["output_tokens_per_s_per_device"] = sum.output_tokens_per_s_per_device;
     j["ttft_s"] = pj(T);
     j["tpot_s"] = pj(P);
     j["e2e_s"] = pj(E);
     j["preemptions"] = r.preemptions;
     j["kv_cache"] = {{"blocks_per_replica", r.kv_blocks_per_replica},
                      {"block_tokens", r.block_tokens},
-                     {"mean_used", kv_time > 0 ? kv_area / kv_time : 0},
-                     {"max_used", kv_max}};
+                     {"mean_used", sum.kv_mean_used},
+                     {"max_used", sum.kv_max_used}};
     j["sim"] = {{"iterations", r.iterations.size()},
-                {"distinct_iterations_simulated", timer.simulations()},
+                {"distinct_iterations_simulated", sum.distinct_iterations_simulated},
                 {"kv_transfers", r.kv_transfers},
                 {"wall_s", wall}};
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
@@ -245,19 +135,18 @@ int cmd_serve(const std::vector<std::string>& args) {
                   ? (" (" + std::to_string(s.serving.prefill_replicas) + " prefill-only)").c_str()
                   : (s.serving.chunked_prefill ? " (chunked prefill)" : ""));
   std::printf("  requests         %zu over %.2f s; %.1f output tokens/s (%.2f per device), %.1f total tokens/s\n",
-              r.requests.size(), span, static_cast<double>(out_tokens) / span,
-              static_cast<double>(out_tokens) / span / static_cast<double>(s.cluster.devices),
-              static_cast<double>(out_tokens + in_tokens) / span);
+              r.requests.size(), sum.duration_s, sum.output_tokens_per_s, sum.output_tokens_per_s_per_device,
+              sum.total_tokens_per_s);
   std::printf("  time to first token   p50 %.4f s   p90 %.4f s   p99 %.4f s\n", T.p50, T.p90, T.p99);
   std::printf("  time per output token p50 %.4f s   p90 %.4f s   p99 %.4f s\n", P.p50, P.p90, P.p99);
   std::printf("  end to end            p50 %.4f s   p90 %.4f s   p99 %.4f s\n", E.p50, E.p90, E.p99);
   std::printf(
       "  kv cache         %lld blocks of %lld tokens per replica; used %.1f%% on average, %.1f%% at most; "
       "%lld preemptions\n",
-      static_cast<long long>(r.kv_blocks_per_replica), static_cast<long long>(r.block_tokens),
-      100 * (kv_time > 0 ? kv_area / kv_time : 0), 100 * kv_max, static_cast<long long>(r.preemptions));
+      static_cast<long long>(r.kv_blocks_per_replica), static_cast<long long>(r.block_tokens), 100 * sum.kv_mean_used,
+      100 * sum.kv_max_used, static_cast<long long>(r.preemptions));
   std::printf("  simulation       %zu iterations, %zu distinct shapes simulated, %.3f s wall\n", r.iterations.size(),
-              timer.simulations(), wall);
+              sum.distinct_iterations_simulated, wall);
   return 0;
 }
 

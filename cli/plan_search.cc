@@ -5,8 +5,10 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <thread>
 
+#include "shardsim/core/error.h"
 #include "shardsim/sim/compute_model.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
@@ -199,6 +201,70 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
   std::stable_sort(result.rows.begin(), result.rows.end(),
                    [](const SearchRow& a, const SearchRow& b) { return a.objective < b.objective; });
   return result;
+}
+
+}  // namespace shardsim
+
+namespace shardsim {
+
+ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimits& limits, int jobs) {
+  ServingSearchResult res;
+  const int64_t n = base.cluster.devices;
+  const int64_t tp_limit = base.cluster.fabric == FabricKind::kTorus ? 16 : base.cluster.fat_tree.gpus_per_node;
+  std::vector<Plan> plans;
+  for (int64_t tp = 1; tp <= tp_limit && n % tp == 0; tp *= 2) {
+    for (int64_t pp = 1; pp <= 8 && (n / tp) % pp == 0 && pp <= base.model.layers; pp *= 2) {
+      const int64_t dp = n / (tp * pp);
+      for (int64_t ep = 1; ep <= dp; ep *= 2) {
+        if (ep > 1 && (!base.model.is_moe() || base.model.moe.experts % ep != 0 || dp % ep != 0)) break;
+        ++res.enumerated;
+        Plan p = base.plan;
+        p.tp = tp;
+        p.pp = pp;
+        p.dp = dp;
+        p.ep = ep;
+        p.global_batch = p.microbatch_size * dp;
+        if (check_plan(p, base.model, base.cluster) ||
+            (base.serving.prefill_replicas > 0 && base.serving.prefill_replicas >= dp / ep)) {
+          ++res.invalid;
+          continue;
+        }
+        plans.push_back(p);
+      }
+    }
+  }
+  std::vector<std::optional<ServeSummary>> out(plans.size());
+  std::atomic<size_t> claim{0};
+  std::atomic<int64_t> over{0};
+  auto work = [&] {
+    for (size_t k = claim++; k < plans.size(); k = claim++) {
+      Scenario s = base;
+      s.plan = plans[k];
+      try {
+        out[k] = run_serving(s);
+      } catch (const InputError&) {
+        ++over;  // the weights leave no room for the KV cache the requests need
+      }
+    }
+  };
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(plans.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  res.over_memory = over;
+  for (size_t k = 0; k < plans.size(); ++k) {
+    if (!out[k]) continue;
+    ServingRow row{plans[k], std::move(*out[k]), true};
+    row.feasible = (limits.max_ttft_p99_s <= 0 || row.summary.ttft_s.p99 <= limits.max_ttft_p99_s) &&
+                   (limits.max_tpot_p99_s <= 0 || row.summary.tpot_s.p99 <= limits.max_tpot_p99_s);
+    res.rows.push_back(std::move(row));
+  }
+  std::stable_sort(res.rows.begin(), res.rows.end(), [](const ServingRow& a, const ServingRow& b) {
+    if (a.feasible != b.feasible) return a.feasible;
+    return a.summary.output_tokens_per_s_per_device > b.summary.output_tokens_per_s_per_device;
+  });
+  return res;
 }
 
 }  // namespace shardsim

@@ -60,3 +60,29 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
                           const SearchOptions& options);
 
 }  // namespace shardsim
+
+#include "serve_runner.h"
+
+namespace shardsim {
+
+/// Serving search: the replica layouts of an inference scenario with a
+/// serving object — tp (powers of two up to a node, or 16 on tori), pp
+/// (1, 2, 4, 8), ep (MoE: powers of two dividing the experts and the
+/// replicas), dp = devices / (tp·pp) — each served end to end. Weight and
+/// KV dtypes stay the scenario's (they change the model's numerics).
+struct ServingRow {
+  Plan plan;
+  ServeSummary summary;
+  bool feasible = true;  ///< meets the latency limits
+};
+struct ServingSearchResult {
+  int64_t enumerated = 0, invalid = 0, over_memory = 0;
+  std::vector<ServingRow> rows;  ///< feasible first, by output tokens/s per device, best first
+};
+struct ServingLimits {
+  double max_ttft_p99_s = 0;  ///< 0: no limit
+  double max_tpot_p99_s = 0;
+};
+ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimits& limits, int jobs);
+
+}  // namespace shardsim

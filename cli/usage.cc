@@ -44,7 +44,7 @@ Usage:
   shardsim search SCENARIO [--objective step_time|mfu|cost] [--top K]
                   [--max-simulations N] [--jobs J] [--devices N]
                   [--emit-best FILE] [--report FILE] [--set PATH=VALUE]... [--json]
-                  [--no-timing]
+                  [--no-timing] [--max-ttft-p99-s S] [--max-tpot-p99-s S]
       Which plan should I run? Enumerates the plans of SCENARIO's model,
       cluster and batch (tp, cp, pp and schedule, dp, ep, ZeRO stage,
       microbatch size, recomputation), drops the invalid and those over
@@ -59,6 +59,11 @@ Usage:
                            simulated plan as step time against peak memory
       --jobs J             simulations at once (default: every core); the
                            answer does not depend on it
+      With an inference plan and a serving object, the search serves the
+      request stream on every replica layout (tp, pp, ep) and ranks them by
+      output tokens/s per device, those within the limits first:
+      --max-ttft-p99-s S   time-to-first-token p99 limit
+      --max-tpot-p99-s S   time-per-output-token p99 limit
 
   shardsim report SCENARIO --out FILE [--set PATH=VALUE]...
       Write one self-contained HTML page (no network, no script) about
