@@ -495,7 +495,7 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Plan& pl
   s.present = true;
   s.trace_file = r.string("trace_file", "");
   if (s.trace_file.empty()) {
-    s.requests = r.int_in("requests", 1, 10'000'000, 1000);
+    s.requests = r.int_in("requests", 1, 1'000'000, 1000);
     s.rate_per_s = r.number_in("rate_per_s", 1e-6, 1e9, 1.0);
     s.seed = static_cast<uint64_t>(r.int_in("seed", 0, INT64_MAX, 1));
     s.prompt =

@@ -50,7 +50,7 @@ std::vector<ServeRequest> read_trace(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   const detail::Json j = detail::parse_json_text(ss.str(), path);
-  if (!j.is_array() || j.empty() || j.size() > 10'000'000) {
+  if (!j.is_array() || j.empty() || j.size() > 1'000'000) {
     throw InputError(path, "/", "expected a non-empty array of {\"arrival_s\", \"prompt_tokens\", \"output_tokens\"}");
   }
   std::vector<ServeRequest> out;
@@ -91,11 +91,24 @@ int64_t blocks_for(int64_t tokens, int64_t block) {
 
 }  // namespace
 
+/// Keeps a serving run bounded: at most 2^28 tokens generated in all.
+void check_total_tokens(const std::vector<ServeRequest>& reqs, const std::string& file, const std::string& ptr) {
+  int64_t total = 0;
+  for (const ServeRequest& q : reqs) total += q.output_tokens;
+  if (total > (int64_t{1} << 28)) {
+    throw InputError(file, ptr,
+                     "the requests generate " + std::to_string(total) +
+                         " tokens, more than the supported 2^28 (268,435,456); use fewer or shorter requests");
+  }
+}
+
 std::vector<ServeRequest> serving_requests(const Scenario& s) {
   const ServingSpec& sv = s.serving;
   if (!sv.trace_file.empty()) {
     const std::string path = sv.trace_file.front() == '/' ? sv.trace_file : dir_of(s.file) + sv.trace_file;
-    return read_trace(path);
+    std::vector<ServeRequest> reqs = read_trace(path);
+    check_total_tokens(reqs, path, "/");
+    return reqs;
   }
   std::mt19937_64 rng(sv.seed);
   std::vector<ServeRequest> out;
@@ -108,6 +121,7 @@ std::vector<ServeRequest> serving_requests(const Scenario& s) {
     q.output_tokens = draw_length(sv.output, rng);
     out.push_back(q);
   }
+  check_total_tokens(out, s.file, "/serving/requests");
   return out;
 }
 
