@@ -81,11 +81,23 @@ bool progress_wanted() {
 
 /// The serving search's table (an inference scenario with a serving object).
 int serving_search(const Scenario& base, const std::string& file, const ServingLimits& limits, bool json, int64_t top,
-                   int jobs) {
+                   int jobs, const std::vector<Override>& sets, const std::string& emit) {
   if (jobs <= 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const ServingSearchResult res = search_serving_plans(base, limits, jobs);
   if (res.rows.empty()) {
     throw InputError(file, "/plan", "no replica layout of this model fits the devices' memory with its requests");
+  }
+  if (!emit.empty()) {
+    const Plan& p = res.rows.front().plan;
+    std::vector<Override> all = sets;
+    for (const auto& [k, v] : std::vector<std::pair<std::string, int64_t>>{
+             {"plan.tp", p.tp}, {"plan.pp", p.pp}, {"plan.dp", p.dp}, {"plan.ep", p.ep}}) {
+      all.push_back({k, std::to_string(v)});
+    }
+    const std::string text = render_scenario(file, all);
+    parse_scenario(text, emit);  // the emitted file must load as it is
+    std::string err;
+    if (!write_file_atomic(emit, text, err)) throw UsageError(err);
   }
   auto row_json = [](const ServingRow& r) {
     return nlohmann::json{{"tp", r.plan.tp},
@@ -198,7 +210,9 @@ int cmd_search(const std::vector<std::string>& args) {
                        "missing: searching an inference plan serves the scenario's request stream; add a serving "
                        "object (docs/inference.md)");
     }
-    return serving_search(base, file, limits, json, top, static_cast<int>(jobs));
+    if (!report.empty()) throw UsageError("--report: the serving search has no HTML report yet; use --json");
+    const int rc = serving_search(base, file, limits, json, top, static_cast<int>(jobs), sets, emit);
+    return rc;
   }
 
   SearchOptions opt;
