@@ -1,0 +1,69 @@
+// shardsim-rank: one MPI rank of a real run (`shardsim run` starts it under
+// mpirun; `mpirun -n N shardsim-rank SCENARIO ...` works by hand too). Links
+// MPI and OpenBLAS, never SimGrid.
+//
+//   shardsim-rank SCENARIO [--set PATH=VALUE]... [--steps K] [--warmup K] [--verify]
+//                 [--result FILE] [--progress-dir DIR]
+// Fault injection for tests: SHARDSIM_FAULT=kill:rank=R:op=N or
+// delay:rank=R:op=N:s=S.
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "shardsim/core/error.h"
+#include "shardsim/realexec/rank.h"
+
+int main(int argc, char** argv) {
+  using namespace shardsim;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  realexec::RankOptions opt;
+  std::string file;
+  std::vector<Override> sets;
+  try {
+    auto count = [](const std::string& flag, const std::string& v, int lo, int hi) {
+      char* end = nullptr;
+      const long x = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || x < lo || x > hi) {
+        throw cli::UsageError(flag + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                              ", got \"" + v + "\"");
+      }
+      return static_cast<int>(x);
+    };
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a == "--set") {
+        sets.push_back(cli::parse_set(cli::take_value(args, i)));
+      } else if (a == "--steps") {
+        opt.steps = count(a, cli::take_value(args, i), 1, 1000);
+      } else if (a == "--warmup") {
+        opt.warmup_steps = count(a, cli::take_value(args, i), 0, 1000);
+      } else if (a == "--verify") {
+        opt.verify = true;
+      } else if (a == "--result") {
+        opt.result_file = cli::take_value(args, i);
+      } else if (a == "--progress-dir") {
+        opt.progress_dir = cli::take_value(args, i);
+      } else if (!a.empty() && a[0] == '-') {
+        throw cli::UsageError("unknown option " + a);
+      } else if (file.empty()) {
+        file = a;
+      } else {
+        throw cli::UsageError("one scenario file expected, got a second: " + a);
+      }
+    }
+    if (file.empty()) throw cli::UsageError("expected a scenario file");
+    const char* fault = std::getenv("SHARDSIM_FAULT");
+    opt.fault = realexec::parse_fault(fault ? fault : "");
+    const Scenario s = load_scenario(file, sets);
+    return realexec::run_rank(s, opt);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardsim-rank: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,204 @@
+#include "shardsim/realexec/launch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "shardsim/realexec/progress.h"
+
+namespace shardsim::realexec {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Is `pid` alive and running `exe`? (Guards against a recycled pid.)
+bool runs(int pid, const std::string& exe) {
+  if (pid <= 0) return false;
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+  return !ec && fs::equivalent(p, exe, ec);
+}
+
+std::string op_text(const ProgramSet& ps, const std::vector<int>& stage_of_rank, int rank, int op) {
+  if (op < 0) return "before its first op";
+  const size_t stage = rank < static_cast<int>(stage_of_rank.size()) ? static_cast<size_t>(stage_of_rank[rank]) : 0;
+  if (stage >= ps.stages.size() || static_cast<size_t>(op) >= ps.stages[stage].size()) {
+    return "in op " + std::to_string(op);
+  }
+  const Program& p = ps.stages[stage];
+  const Op& o = p.op(static_cast<OpId>(op));
+  std::string kind = o.kind == OpKind::kCompute      ? std::string(to_string(o.compute))
+                     : o.kind == OpKind::kCollective ? std::string(to_string(o.collective))
+                                                      : std::string(to_string(o.kind));
+  return "in op " + std::to_string(op) + " \"" + p.label(static_cast<OpId>(op)) + "\" (" + kind + ")";
+}
+
+/// Which rank to blame for a hang: among ranks not done, the one idle the
+/// longest (a rank blocked in a collective waits on the one that is stuck, and
+/// kept working until it blocked).
+std::string hang_report(const LaunchRequest& req, const ProgramSet& ps, const std::string& dir) {
+  std::optional<ProgressSnapshot> worst;
+  std::string missing;
+  for (int r = 0; r < req.ranks; ++r) {
+    const auto s = read_progress(dir, r);
+    if (!s) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      continue;
+    }
+    if (s->state == RankState::kDone) continue;
+    if (!worst || s->idle_s > worst->idle_s) worst = s;
+  }
+  if (!missing.empty()) return "rank " + missing + " never started";
+  if (!worst) return "every rank finished, but mpirun did not exit";
+  const ProgressSnapshot& w = *worst;
+  char idle[32];
+  std::snprintf(idle, sizeof idle, "%.1f", w.idle_s);
+  const int op = w.compute_busy ? w.compute_op : (w.comm_op >= 0 ? w.comm_op : w.compute_op);
+  return "rank " + std::to_string(w.rank) + " made no progress for " + idle + " s, " +
+         op_text(ps, req.stage_of_rank, w.rank, op) + " of step " + std::to_string(w.step);
+}
+
+/// The one line for a run whose mpirun exited with `status`.
+std::string exit_report(const LaunchRequest& req, const ProgramSet& ps, const std::string& dir,
+                        const std::string& log) {
+  std::smatch m;
+  // A rank's own error ("shardsim-rank: rank 1: error: ...").
+  static const std::regex own("shardsim-rank: rank ([0-9]+): error: ([^\n]*)");
+  if (std::regex_search(log, m, own)) return "rank " + m[1].str() + " failed: " + m[2].str();
+  // OpenMPI: "mpirun noticed that process rank 1 with PID 123 on node x exited on signal 9 (Killed)."
+  static const std::regex died("process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited on signal ([0-9]+)( \\(([^)]*)\\))?");
+  if (std::regex_search(log, m, died)) {
+    const int rank = std::stoi(m[1].str());
+    std::string where;
+    if (const auto s = read_progress(dir, rank)) {
+      const int op = s->compute_busy ? s->compute_op : std::max(s->compute_op, s->comm_op);
+      where = ", last " + op_text(ps, req.stage_of_rank, rank, op) + " of step " + std::to_string(s->step);
+    }
+    return "rank " + m[1].str() + " died (signal " + m[3].str() + (m[5].matched ? " " + m[5].str() : "") + ")" + where;
+  }
+  static const std::regex exited("process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited with status ([0-9]+)|"
+                                 "Process name: \\[\\[[0-9]+,[0-9]+\\],([0-9]+)\\]\\s*Exit code:\\s*([0-9]+)");
+  if (std::regex_search(log, m, exited)) {
+    const std::string rank = m[1].matched ? m[1].str() : m[4].str();
+    const std::string code = m[1].matched ? m[3].str() : m[5].str();
+    return "rank " + rank + " exited with status " + code;
+  }
+  // Last resort: the first line of the log.
+  std::string first = log.substr(0, log.find('\n'));
+  return "mpirun failed" + (first.empty() ? std::string() : ": " + first);
+}
+
+}  // namespace
+
+MeasuredRun launch_real_run(const LaunchRequest& req, const ProgramSet& programs) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/shardsim-run-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) throw RunFailure("cannot create a work directory " + templ);
+  const std::string dir = templ;
+  const std::string log_path = dir + "/mpirun.log", result_path = dir + "/result.json";
+
+  std::vector<std::string> argv = {req.mpirun,     "-n",       std::to_string(req.ranks), "--oversubscribe",
+                                   "--bind-to",    "none",     req.rank_exe};
+  argv.insert(argv.end(), req.rank_args.begin(), req.rank_args.end());
+  argv.insert(argv.end(), {"--result", result_path, "--progress-dir", dir});
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+
+  const pid_t pid = ::fork();
+  if (pid < 0) throw RunFailure(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    // OpenMPI refuses to run as root without these (CI runs as root); one
+    // OpenBLAS thread per rank.
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    ::execvp(cargv[0], cargv.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", cargv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: no race with the child's own call
+
+  const auto deadline = Clock::now() + std::chrono::duration<double>(req.timeout_s);
+  int status = 0;
+  bool timed_out = false;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (Clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::string hang;
+  if (timed_out) hang = hang_report(req, programs, dir);
+  // Whatever happened, no rank outlives the run: the process group first
+  // (mpirun and whatever it forked there), then any rank that left it.
+  if (timed_out) {
+    ::kill(-pid, SIGTERM);
+    const auto grace = Clock::now() + std::chrono::seconds(2);
+    while (::waitpid(pid, &status, WNOHANG) != pid && Clock::now() < grace) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  ::kill(-pid, SIGKILL);  // no-op when the group is already empty
+  for (int r = 0; r < req.ranks; ++r) {
+    const auto s = read_progress(dir, r);
+    if (s && runs(s->pid, req.rank_exe)) ::kill(s->pid, SIGKILL);
+  }
+
+  auto fail = [&](const std::string& why) {
+    std::error_code ec;
+    fs::remove(result_path, ec);  // never leave a result that looks complete
+    throw RunFailure(why + " (mpirun log: " + log_path + ")");
+  };
+  if (timed_out) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%g", req.timeout_s);
+    fail("real run timed out after " + std::string(t) + " s: " + hang);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail(exit_report(req, programs, dir, read_text(log_path)));
+  std::error_code ec;
+  if (!fs::exists(result_path, ec)) fail("rank 0 wrote no result");
+  MeasuredRun r;
+  try {
+    r = parse_measured_run(read_text(result_path), result_path);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  fs::remove_all(dir, ec);
+  return r;
+}
+
+}  // namespace shardsim::realexec
