@@ -74,8 +74,7 @@ void check_size(const Scenario& s, const ProgramSet& ps) {
   realexec::KernelContext ctx;
   ctx.head_dim = s.model.head_dim;
   for (size_t stage = 0; stage < ps.stages.size(); ++stage) {
-    const auto f =
-        realexec::rank_footprint(ps.stages[stage], ctx, [&](uint8_t axes) { return mesh.group_size(axes); });
+    const auto f = realexec::rank_footprint(ps.stages[stage], ctx, [&](uint8_t axes) { return mesh.group_size(axes); });
     if (f.total_bytes() > realexec::kMaxRankBytes) {
       char buf[256];
       std::snprintf(buf, sizeof buf,
@@ -130,22 +129,23 @@ int cmd_run(const std::vector<std::string>& args) {
   if (file.empty()) throw UsageError("run: expected a scenario file (shardsim --help)");
   if (backend == "cuda") {
     throw UsageError(
-        "--backend cuda: this shardsim was built without CUDA support (no nvcc was found at configure time); use "
+        "--backend cuda: this shardsim has no CUDA backend (not built; docs/realexec.md says what exists); use "
         "--backend cpu");
   }
   const Scenario s = load_scenario(file, sets);
   if (ranks < 0) ranks = s.cluster.devices;
   if (ranks != s.cluster.devices) {
-    throw UsageError("--ranks " + std::to_string(ranks) + ": the scenario has " +
-                     std::to_string(s.cluster.devices) + " devices (cluster.devices); a real run needs one rank each");
+    throw UsageError("--ranks " + std::to_string(ranks) + ": the scenario has " + std::to_string(s.cluster.devices) +
+                     " devices (cluster.devices); a real run needs one rank each");
   }
   const ProgramSet ps = lower_training_step(s);
   check_size(s, ps);
   realexec::LaunchRequest req;
   req.rank_exe = sibling("shardsim-rank");
   if (req.rank_exe.empty()) {
-    throw UsageError("--backend cpu: this shardsim was built without the CPU backend (shardsim-rank is missing; "
-                     "configure with MPI and OpenBLAS installed, see scripts/setup.sh)");
+    throw UsageError(
+        "--backend cpu: this shardsim was built without the CPU backend (shardsim-rank is missing; "
+        "configure with MPI and OpenBLAS installed, see scripts/setup.sh)");
   }
   if (!on_path(req.mpirun)) throw UsageError("--backend cpu: mpirun not found on PATH (install openmpi-bin)");
   req.ranks = static_cast<int>(ranks);

@@ -253,7 +253,8 @@ void elementwise(const float* in, int64_t n_in, float* out, int64_t n_out) {
 void elementwise_reference(const float* in, int64_t n_in, float* out, int64_t n_out) {
   for (int64_t j = 0; j < n_out; ++j) {
     float acc = 0;  // same association order as the kernel
-    for (int64_t i = j; i < n_in; i += n_out) acc = (i == j) ? in[i] * kElementwiseScale : acc + in[i] * kElementwiseScale;
+    for (int64_t i = j; i < n_in; i += n_out)
+      acc = (i == j) ? in[i] * kElementwiseScale : acc + in[i] * kElementwiseScale;
     out[j] = acc;
   }
 }

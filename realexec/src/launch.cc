@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,7 +51,7 @@ std::string op_text(const ProgramSet& ps, const std::vector<int>& stage_of_rank,
   const Op& o = p.op(static_cast<OpId>(op));
   std::string kind = o.kind == OpKind::kCompute      ? std::string(to_string(o.compute))
                      : o.kind == OpKind::kCollective ? std::string(to_string(o.collective))
-                                                      : std::string(to_string(o.kind));
+                                                     : std::string(to_string(o.kind));
   return "in op " + std::to_string(op) + " \"" + p.label(static_cast<OpId>(op)) + "\" (" + kind + ")";
 }
 
@@ -87,7 +88,8 @@ std::string exit_report(const LaunchRequest& req, const ProgramSet& ps, const st
   static const std::regex own("shardsim-rank: rank ([0-9]+): error: ([^\n]*)");
   if (std::regex_search(log, m, own)) return "rank " + m[1].str() + " failed: " + m[2].str();
   // OpenMPI: "mpirun noticed that process rank 1 with PID 123 on node x exited on signal 9 (Killed)."
-  static const std::regex died("process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited on signal ([0-9]+)( \\(([^)]*)\\))?");
+  static const std::regex died(
+      "process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited on signal ([0-9]+)( \\(([^)]*)\\))?");
   if (std::regex_search(log, m, died)) {
     const int rank = std::stoi(m[1].str());
     std::string where;
@@ -97,8 +99,9 @@ std::string exit_report(const LaunchRequest& req, const ProgramSet& ps, const st
     }
     return "rank " + m[1].str() + " died (signal " + m[3].str() + (m[5].matched ? " " + m[5].str() : "") + ")" + where;
   }
-  static const std::regex exited("process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited with status ([0-9]+)|"
-                                 "Process name: \\[\\[[0-9]+,[0-9]+\\],([0-9]+)\\]\\s*Exit code:\\s*([0-9]+)");
+  static const std::regex exited(
+      "process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited with status ([0-9]+)|"
+      "Process name: \\[\\[[0-9]+,[0-9]+\\],([0-9]+)\\]\\s*Exit code:\\s*([0-9]+)");
   if (std::regex_search(log, m, exited)) {
     const std::string rank = m[1].matched ? m[1].str() : m[4].str();
     const std::string code = m[1].matched ? m[3].str() : m[5].str();
@@ -118,14 +121,18 @@ MeasuredRun launch_real_run(const LaunchRequest& req, const ProgramSet& programs
   const std::string dir = templ;
   const std::string log_path = dir + "/mpirun.log", result_path = dir + "/result.json";
 
-  std::vector<std::string> argv = {req.mpirun,     "-n",       std::to_string(req.ranks), "--oversubscribe",
-                                   "--bind-to",    "none",     req.rank_exe};
+  std::vector<std::string> argv = {req.mpirun, "-n",        std::to_string(req.ranks), "--oversubscribe", "--bind-to",
+                                   "none",     req.rank_exe};
   argv.insert(argv.end(), req.rank_args.begin(), req.rank_args.end());
   argv.insert(argv.end(), {"--result", result_path, "--progress-dir", dir});
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
 
+  // OpenMPI puts every rank in a process group of its own, so killing
+  // mpirun's group does not reach them. As a child subreaper this process
+  // inherits any rank orphaned by mpirun's death, and reaps it below.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1UL);
   const pid_t pid = ::fork();
   if (pid < 0) throw RunFailure(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
@@ -176,6 +183,14 @@ MeasuredRun launch_real_run(const LaunchRequest& req, const ProgramSet& programs
   for (int r = 0; r < req.ranks; ++r) {
     const auto s = read_progress(dir, r);
     if (s && runs(s->pid, req.rank_exe)) ::kill(s->pid, SIGKILL);
+  }
+  // Reap the ranks this process inherited (bounded: a process in
+  // uninterruptible sleep could outlive SIGKILL for a while).
+  const auto reap_until = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < reap_until) {
+    const pid_t w = ::waitpid(-1, nullptr, WNOHANG);
+    if (w < 0) break;  // no children left
+    if (w == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
   auto fail = [&](const std::string& why) {

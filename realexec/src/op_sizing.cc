@@ -15,7 +15,7 @@ ComputeFootprint compute_footprint(const Op& op, const KernelContext& ctx) {
       const int64_t heads = op.k % ctx.head_dim == 0 ? op.k / ctx.head_dim : 1;
       const int64_t q = b * op.m * op.k, kv = b * op.n * op.k, lse = b * op.m * heads;
       if (op.pass == Pass::kBackward) return {3 * q + 2 * kv + lse, q + 2 * kv};  // q o dO k v lse -> dq dk dv
-      return {q + 2 * kv, q + lse};                                            // q k v -> o lse
+      return {q + 2 * kv, q + lse};                                               // q k v -> o lse
     }
     case ComputeKind::kNorm:
       // x (and the incoming gradient when the op reads twice its output) and

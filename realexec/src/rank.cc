@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -36,7 +37,7 @@ FaultSpec parse_fault(const std::string& text) {
   if (text.empty()) return f;
   auto bad = [&](const std::string& why) {
     return std::invalid_argument("SHARDSIM_FAULT=\"" + text + "\": " + why +
-                                 " (expected kill:rank=R:op=N or delay:rank=R:op=N:s=S)");
+                                 " (expected kill:rank=R:op=N, delay:rank=R:op=N:s=S or corrupt:rank=R:op=N)");
   };
   std::vector<std::string> parts;
   size_t pos = 0;
@@ -49,6 +50,8 @@ FaultSpec parse_fault(const std::string& text) {
     f.kind = FaultSpec::Kind::kKill;
   } else if (parts[0] == "delay") {
     f.kind = FaultSpec::Kind::kDelay;
+  } else if (parts[0] == "corrupt") {
+    f.kind = FaultSpec::Kind::kCorrupt;
   } else {
     throw bad("unknown fault \"" + parts[0] + "\"");
   }
@@ -201,9 +204,10 @@ class Executor {
   std::map<int, MPI_Comm> comms_;
   MPI_Comm p2p_ = MPI_COMM_NULL;
   MPI_Op bf16_op_ = MPI_OP_NULL;
-  std::vector<float> in_, out_;          // compute arenas: read-only inputs, outputs
-  std::vector<CommBuffers> comm_bufs_;   // per stream
+  std::vector<float> in_, out_;         // compute arenas: read-only inputs, outputs
+  std::vector<CommBuffers> comm_bufs_;  // per stream
   VerifyStats stats_;
+  bool corrupted_ = false;  // the corrupt fault fired
   std::vector<TimelineSpan> spans_;
 
   // Per step.
@@ -268,7 +272,10 @@ void Executor::allocate() {
 
 void Executor::maybe_fault(OpId op) {
   const FaultSpec& f = opt_.fault;
-  if (f.kind == FaultSpec::Kind::kNone || f.rank != rank_ || f.op != static_cast<int64_t>(op) || step_ != 0) return;
+  if (f.kind == FaultSpec::Kind::kNone || f.kind == FaultSpec::Kind::kCorrupt || f.rank != rank_ ||
+      f.op != static_cast<int64_t>(op) || step_ != 0) {
+    return;
+  }
   if (f.kind == FaultSpec::Kind::kKill) ::raise(SIGKILL);
   std::this_thread::sleep_for(std::chrono::duration<double>(f.delay_s));
 }
@@ -321,11 +328,11 @@ void Executor::compute_loop() {
         op = compute_ready_.front();
         compute_ready_.pop_front();
       }
-      maybe_fault(op);
       ProgressRecord& rec = progress_.record();
       rec.compute_op.store(static_cast<int32_t>(op), std::memory_order_relaxed);
       rec.compute_busy.store(1, std::memory_order_relaxed);
       progress_.touch();
+      maybe_fault(op);
       const SimTime start = now();
       run_compute(program_.op(op));
       const SimTime end = now();
@@ -413,10 +420,10 @@ void Executor::run_compute(const Op& op) {
 }
 
 void Executor::start_comm(OpId id, std::vector<InFlight>& inflight, std::vector<MPI_Request>& reqs) {
-  maybe_fault(id);
   const Op& op = program_.op(id);
   progress_.record().comm_op.store(static_cast<int32_t>(id), std::memory_order_relaxed);
   progress_.touch();
+  maybe_fault(id);
   CommBuffers& buf = comm_bufs_[op.stream];
   const int64_t w = comm_value_bytes(op.dtype);
   MPI_Datatype type = w == 4 ? MPI_FLOAT : w == 2 ? MPI_UINT16_T : MPI_INT8_T;
@@ -469,13 +476,11 @@ void Executor::start_comm(OpId id, std::vector<InFlight>& inflight, std::vector<
       for (int64_t i = 0; i < f.send_bytes / w; ++i) store(buf.send.data(), w, i, pattern(rank_, i));
     }
     const SimTime start = now();
-    check_mpi(MPI_Isend(buf.send.data(), static_cast<int>(f.send_bytes), MPI_BYTE, peer, tag, p2p_, &req),
-              "MPI_Isend");
+    check_mpi(MPI_Isend(buf.send.data(), static_cast<int>(f.send_bytes), MPI_BYTE, peer, tag, p2p_, &req), "MPI_Isend");
     inflight.push_back({id, start});
   } else {
     const SimTime start = now();
-    check_mpi(MPI_Irecv(buf.recv.data(), static_cast<int>(f.recv_bytes), MPI_BYTE, peer, tag, p2p_, &req),
-              "MPI_Irecv");
+    check_mpi(MPI_Irecv(buf.recv.data(), static_cast<int>(f.recv_bytes), MPI_BYTE, peer, tag, p2p_, &req), "MPI_Irecv");
     inflight.push_back({id, start});
   }
   reqs.push_back(req);
@@ -486,8 +491,14 @@ void Executor::finish_comm(const InFlight& fl) {
   const Op& op = program_.op(fl.op);
   comm_spans_.push_back({static_cast<uint32_t>(rank_), stage_, op.stream, fl.op, fl.start, end});
   if (opt_.verify && op.kind != OpKind::kSend) {
-    const CommBuffers& buf = comm_bufs_[op.stream];
+    CommBuffers& buf = comm_bufs_[op.stream];
     const int64_t w = comm_value_bytes(op.dtype);
+    const FaultSpec& fault = opt_.fault;
+    if (fault.kind == FaultSpec::Kind::kCorrupt && fault.rank == rank_ && !corrupted_ &&
+        static_cast<int64_t>(fl.op) >= fault.op) {
+      corrupted_ = true;
+      store(buf.recv.data(), w, 0, load(buf.recv.data(), w, 0) + 1.0f);
+    }
     auto expect = [&](int64_t i, float want, float got) {
       if (got == want) return true;
       mismatch(program_.label(fl.op) + ": value " + std::to_string(i) + " is " + std::to_string(got) + ", expected " +
@@ -557,14 +568,16 @@ double Executor::run_step(int step, bool record) {
     if (program_.deps(i).empty()) dispatch(i);
   }
   std::thread compute([this] { compute_loop(); });
+  ::prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us timer slack (default 50 us): polls wake on time
   std::vector<InFlight> inflight;
   std::vector<MPI_Request> reqs;
   std::vector<OpId> ready;
   std::vector<int> indices;
   // Polling: MPI progresses non-blocking operations only inside MPI calls, so
-  // this thread tests its requests in a loop. While compute runs it sleeps
-  // between tests (kPollSleep) so as not to take the compute thread's core;
-  // while compute is idle it only yields.
+  // this thread tests its requests in a loop, sleeping kPollSleep between
+  // tests (woken early when an op becomes ready). It never spins: on a
+  // machine with fewer cores than threads, a rank spinning while it waits
+  // for a peer takes the core that peer needs to catch up.
   constexpr auto kPollSleep = std::chrono::microseconds(20);
   while (done_ < n && !failed_) {
     {
@@ -595,12 +608,8 @@ double Executor::run_step(int step, bool record) {
       inflight.resize(keep);
       continue;
     }
-    if (progress_.record().compute_busy.load(std::memory_order_relaxed)) {
-      std::unique_lock<std::mutex> lk(comm_mu_);
-      comm_cv_.wait_for(lk, kPollSleep, [&] { return !comm_ready_.empty() || failed_.load(); });
-    } else {
-      std::this_thread::yield();
-    }
+    std::unique_lock<std::mutex> lk(comm_mu_);
+    comm_cv_.wait_for(lk, kPollSleep, [&] { return !comm_ready_.empty() || failed_.load(); });
   }
   {
     std::lock_guard<std::mutex> lk(compute_mu_);

@@ -16,7 +16,7 @@ namespace shardsim::realexec {
 
 struct LaunchRequest {
   std::string mpirun = "mpirun";
-  std::string rank_exe;             ///< path of shardsim-rank
+  std::string rank_exe;                ///< path of shardsim-rank
   std::vector<std::string> rank_args;  ///< scenario file, --set ..., --steps ..., --verify
   int ranks = 1;
   double timeout_s = 300;

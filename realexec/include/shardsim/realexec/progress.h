@@ -17,12 +17,12 @@ enum class RankState : int32_t { kStarting = 0, kRunning = 1, kDone = 2 };
 struct ProgressRecord {
   std::atomic<int32_t> state{0};  ///< RankState
   std::atomic<int32_t> pid{0};
-  std::atomic<int32_t> step{-1};           ///< step running (warm-up steps first)
-  std::atomic<int32_t> compute_op{-1};     ///< last compute op started
-  std::atomic<int32_t> comm_op{-1};        ///< last communication op started
-  std::atomic<int64_t> ops_done{0};        ///< ops ended, all steps
-  std::atomic<int64_t> updated_ns{0};      ///< CLOCK_MONOTONIC of the last update
-  std::atomic<int32_t> compute_busy{0};    ///< 1 while a compute op runs
+  std::atomic<int32_t> step{-1};         ///< step running (warm-up steps first)
+  std::atomic<int32_t> compute_op{-1};   ///< last compute op started
+  std::atomic<int32_t> comm_op{-1};      ///< last communication op started
+  std::atomic<int64_t> ops_done{0};      ///< ops ended, all steps
+  std::atomic<int64_t> updated_ns{0};    ///< CLOCK_MONOTONIC of the last update
+  std::atomic<int32_t> compute_busy{0};  ///< 1 while a compute op runs
 };
 static_assert(std::atomic<int64_t>::is_always_lock_free, "progress records need lock-free atomics");
 

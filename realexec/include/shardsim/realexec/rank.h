@@ -21,15 +21,18 @@
 namespace shardsim::realexec {
 
 /// Fault injection for failure tests: rank `rank` kills itself (SIGKILL) or
-/// sleeps `delay_s` when it starts op `op` of its first step.
+/// sleeps `delay_s` when it starts op `op` of its first step; or (corrupt)
+/// flips a value the first communication op from `op` on receives, which
+/// --verify must report.
 struct FaultSpec {
-  enum class Kind { kNone, kKill, kDelay };
+  enum class Kind { kNone, kKill, kDelay, kCorrupt };
   Kind kind = Kind::kNone;
   int rank = -1;
   int64_t op = -1;
   double delay_s = 0;
 };
-/// Parses "kill:rank=R:op=N" or "delay:rank=R:op=N:s=S" (the SHARDSIM_FAULT
+/// Parses "kill:rank=R:op=N", "delay:rank=R:op=N:s=S" or
+/// "corrupt:rank=R:op=N" (the SHARDSIM_FAULT
 /// environment variable); "" is no fault. Throws std::invalid_argument.
 FaultSpec parse_fault(const std::string& text);
 
