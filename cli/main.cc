@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     if (cmd == "presets") return cli::cmd_presets(args);
     if (cmd == "validate") return cli::cmd_validate(args);
     if (cmd == "run") return cli::cmd_run(args);
+    if (cmd == "compare") return cli::cmd_compare(args);
     throw cli::UsageError("unknown command \"" + cmd + "\" (try shardsim --help)");
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());

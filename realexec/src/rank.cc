@@ -212,7 +212,6 @@ class Executor {
 
   // Per step.
   int step_ = 0;
-  bool record_ = false;
   Clock::time_point t0_;
   std::unique_ptr<std::atomic<uint32_t>[]> remaining_;
   std::atomic<size_t> done_{0};
@@ -552,7 +551,6 @@ void Executor::finish_comm(const InFlight& fl) {
 
 double Executor::run_step(int step, bool record) {
   step_ = step;
-  record_ = record;
   const size_t n = program_.size();
   remaining_ = std::make_unique<std::atomic<uint32_t>[]>(n);
   for (OpId i = 0; i < n; ++i) remaining_[i].store(static_cast<uint32_t>(program_.deps(i).size()));
