@@ -572,16 +572,22 @@ double Executor::run_step(int step, bool record) {
   std::vector<OpId> ready;
   std::vector<int> indices;
   // Polling: MPI progresses non-blocking operations only inside MPI calls, so
-  // this thread tests its requests in a loop, sleeping kPollSleep between
-  // tests (woken early when an op becomes ready). It never spins: on a
-  // machine with fewer cores than threads, a rank spinning while it waits
-  // for a peer takes the core that peer needs to catch up.
-  constexpr auto kPollSleep = std::chrono::microseconds(20);
+  // this thread tests its requests in a loop, sleeping between tests (woken
+  // early when an op becomes ready). It never spins: on a machine with fewer
+  // cores than threads, a rank spinning while it waits for a peer takes the
+  // core that peer needs. The sleep is a quarter of the time since the last
+  // progress (clamped to [kPollMin, kPollMax]): an op is seen done at most
+  // ~25% (or 10 us) late, and a long wait (a pipeline receive) costs a few
+  // thousand wake-ups per second, not tens of thousands.
+  using Us = std::chrono::microseconds;
+  constexpr Us kPollMin(10), kPollMax(200);
+  auto last_progress = Clock::now();
   while (done_ < n && !failed_) {
     {
       std::lock_guard<std::mutex> lk(comm_mu_);
       ready.swap(comm_ready_);
     }
+    if (!ready.empty()) last_progress = Clock::now();
     for (OpId id : ready) start_comm(id, inflight, reqs);
     ready.clear();
     if (inflight.empty()) {
@@ -604,10 +610,13 @@ double Executor::run_step(int step, bool record) {
       }
       reqs.resize(keep);
       inflight.resize(keep);
+      last_progress = Clock::now();
       continue;
     }
     std::unique_lock<std::mutex> lk(comm_mu_);
-    comm_cv_.wait_for(lk, kPollSleep, [&] { return !comm_ready_.empty() || failed_.load(); });
+    const auto waited = std::chrono::duration_cast<Us>(Clock::now() - last_progress);
+    comm_cv_.wait_for(lk, std::clamp(waited / 4, kPollMin, kPollMax),
+                      [&] { return !comm_ready_.empty() || failed_.load(); });
   }
   {
     std::lock_guard<std::mutex> lk(compute_mu_);
