@@ -13,6 +13,7 @@ int cmd_presets(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);
+int cmd_calibrate(const std::vector<std::string>& args);
 extern const char* const kUsage;
 
 }  // namespace shardsim::cli

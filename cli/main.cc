@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     if (cmd == "validate") return cli::cmd_validate(args);
     if (cmd == "run") return cli::cmd_run(args);
     if (cmd == "compare") return cli::cmd_compare(args);
+    if (cmd == "calibrate") return cli::cmd_calibrate(args);
     throw cli::UsageError("unknown command \"" + cmd + "\" (try shardsim --help)");
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -4,6 +4,7 @@
 //
 //   shardsim-rank SCENARIO [--set PATH=VALUE]... [--steps K] [--warmup K] [--verify]
 //                 [--result FILE] [--progress-dir DIR]
+//   shardsim-rank --calibrate [--quick] [--result FILE] [--progress-dir DIR]
 // Fault injection for tests: SHARDSIM_FAULT=kill:rank=R:op=N or
 // delay:rank=R:op=N:s=S.
 #include <cstdio>
@@ -14,6 +15,7 @@
 
 #include "args.h"
 #include "shardsim/core/error.h"
+#include "shardsim/realexec/calibrate.h"
 #include "shardsim/realexec/rank.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
   realexec::RankOptions opt;
   std::string file;
   std::vector<Override> sets;
+  bool calibrate = false, quick = false;
   try {
     auto count = [](const std::string& flag, const std::string& v, int lo, int hi) {
       char* end = nullptr;
@@ -40,6 +43,10 @@ int main(int argc, char** argv) {
         opt.steps = count(a, cli::take_value(args, i), 1, 1000);
       } else if (a == "--warmup") {
         opt.warmup_steps = count(a, cli::take_value(args, i), 0, 1000);
+      } else if (a == "--calibrate") {
+        calibrate = true;
+      } else if (a == "--quick") {
+        quick = true;
       } else if (a == "--verify") {
         opt.verify = true;
       } else if (a == "--result") {
@@ -53,6 +60,14 @@ int main(int argc, char** argv) {
       } else {
         throw cli::UsageError("one scenario file expected, got a second: " + a);
       }
+    }
+    if (calibrate) {
+      if (!file.empty()) throw cli::UsageError("--calibrate takes no scenario file");
+      realexec::CalibrateOptions c;
+      c.quick = quick;
+      c.result_file = opt.result_file;
+      c.progress_dir = opt.progress_dir;
+      return realexec::run_calibration(c);
     }
     if (file.empty()) throw cli::UsageError("expected a scenario file");
     const char* fault = std::getenv("SHARDSIM_FAULT");

@@ -87,6 +87,9 @@ std::string exit_report(const LaunchRequest& req, const ProgramSet& ps, const st
   // A rank's own error ("shardsim-rank: rank 1: error: ...").
   static const std::regex own("shardsim-rank: rank ([0-9]+): error: ([^\n]*)");
   if (std::regex_search(log, m, own)) return "rank " + m[1].str() + " failed: " + m[2].str();
+  // A rank that stopped before MPI started (bad arguments or input).
+  static const std::regex early("shardsim-rank: error: ([^\n]*)");
+  if (std::regex_search(log, m, early)) return "a rank failed before starting: " + m[1].str();
   // OpenMPI: "mpirun noticed that process rank 1 with PID 123 on node x exited on signal 9 (Killed)."
   static const std::regex died(
       "process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited on signal ([0-9]+)( \\(([^)]*)\\))?");
@@ -114,7 +117,7 @@ std::string exit_report(const LaunchRequest& req, const ProgramSet& ps, const st
 
 }  // namespace
 
-MeasuredRun launch_real_run(const LaunchRequest& req, const ProgramSet& programs) {
+std::string launch_ranks(const LaunchRequest& req, const ProgramSet& programs) {
   const char* tmp = std::getenv("TMPDIR");
   std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/shardsim-run-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) throw RunFailure("cannot create a work directory " + templ);
@@ -206,14 +209,18 @@ MeasuredRun launch_real_run(const LaunchRequest& req, const ProgramSet& programs
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail(exit_report(req, programs, dir, read_text(log_path)));
   std::error_code ec;
   if (!fs::exists(result_path, ec)) fail("rank 0 wrote no result");
-  MeasuredRun r;
-  try {
-    r = parse_measured_run(read_text(result_path), result_path);
-  } catch (const std::exception& e) {
-    fail(e.what());
-  }
+  std::string text = read_text(result_path);
   fs::remove_all(dir, ec);
-  return r;
+  return text;
+}
+
+MeasuredRun launch_real_run(const LaunchRequest& req, const ProgramSet& programs) {
+  const std::string text = launch_ranks(req, programs);
+  try {
+    return parse_measured_run(text, "rank 0's result");
+  } catch (const std::exception& e) {
+    throw RunFailure(e.what());
+  }
 }
 
 }  // namespace shardsim::realexec

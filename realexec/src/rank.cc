@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "mpi_util.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/realexec/kernels.h"
 #include "shardsim/realexec/measured.h"
@@ -77,6 +78,10 @@ FaultSpec parse_fault(const std::string& text) {
 
 namespace {
 
+using detail::bf16_sum;
+using detail::check_mpi;
+using detail::from_bf16;
+using detail::to_bf16;
 using Clock = std::chrono::steady_clock;
 
 // ---- values of communication buffers ---------------------------------------
@@ -85,18 +90,6 @@ using Clock = std::chrono::steady_clock;
 // int8), so each collective's result is known in closed form.
 float pattern(int64_t r, int64_t i) {
   return static_cast<float>(r + 1 + i % 7);
-}
-uint16_t to_bf16(float f) {
-  uint32_t bits = 0;
-  std::memcpy(&bits, &f, 4);
-  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
-  return static_cast<uint16_t>(bits >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f = 0;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 void store(std::byte* buf, int64_t width, int64_t i, float v) {
   if (width == 4) {
@@ -120,23 +113,6 @@ float load(const std::byte* buf, int64_t width, int64_t i) {
     return from_bf16(h);
   }
   return static_cast<float>(static_cast<int8_t>(buf[i]));
-}
-
-/// MPI reduction of bf16 values (fp16 collectives reduce the same way: same
-/// bytes, same cost): widen to fp32, add, round back.
-void bf16_sum(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
-  const auto* a = static_cast<const uint16_t*>(in);
-  auto* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = to_bf16(from_bf16(a[i]) + from_bf16(b[i]));
-}
-
-void check_mpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    throw std::runtime_error(std::string(what) + ": " + std::string(msg, static_cast<size_t>(len)));
-  }
 }
 
 struct CommBuffers {
@@ -560,7 +536,7 @@ double Executor::run_step(int step, bool record) {
   compute_ready_.clear();
   comm_ready_.clear();
   progress_.record().step.store(step);
-  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  detail::barrier_polling(MPI_COMM_WORLD);
   t0_ = Clock::now();
   for (OpId i = 0; i < n; ++i) {
     if (program_.deps(i).empty()) dispatch(i);

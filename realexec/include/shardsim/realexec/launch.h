@@ -29,6 +29,10 @@ struct RunFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Runs the ranks (which get `--result FILE --progress-dir DIR` appended)
+/// and returns the text rank 0 wrote to FILE. Throws RunFailure.
+std::string launch_ranks(const LaunchRequest& req, const ProgramSet& programs);
+
 /// Runs the ranks and returns rank 0's measured run. `programs` (the lowered
 /// scenario) names the op a hung rank was in. Throws RunFailure.
 MeasuredRun launch_real_run(const LaunchRequest& req, const ProgramSet& programs);
