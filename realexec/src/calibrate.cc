@@ -1,6 +1,7 @@
 #include "shardsim/realexec/calibrate.h"
 
 #include <mpi.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <chrono>
@@ -236,6 +237,7 @@ int run_calibration(const CalibrateOptions& opt) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   try {
     set_blas_threads(1);
+    ::prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us timer slack, as in real runs: polls wake on time
     ProgressWriter progress(opt.progress_dir, rank);
     progress.record().state.store(static_cast<int32_t>(RankState::kRunning));
     Json profile;

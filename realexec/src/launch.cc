@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +27,37 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+// The signal that interrupted the launcher (0: none). mpirun runs in a
+// process group of its own, so a Ctrl-C at the terminal reaches only this
+// process: the handler records it and the wait loop tears the run down. A
+// signal handler can only talk through a global of this type.
+volatile std::sig_atomic_t g_interrupt = 0;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+extern "C" void on_interrupt(int sig) {
+  g_interrupt = sig;
+}
+
+/// Installs on_interrupt for SIGINT, SIGTERM and SIGHUP while it lives and
+/// restores the previous handlers.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupt = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~InterruptGuard() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -136,10 +169,14 @@ std::string launch_ranks(const LaunchRequest& req, const ProgramSet& programs) {
   // mpirun's group does not reach them. As a child subreaper this process
   // inherits any rank orphaned by mpirun's death, and reaps it below.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1UL);
+  const InterruptGuard interrupt_guard;
   const pid_t pid = ::fork();
   if (pid < 0) throw RunFailure(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGHUP, SIG_DFL);
     const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
@@ -163,7 +200,7 @@ std::string launch_ranks(const LaunchRequest& req, const ProgramSet& programs) {
   for (;;) {
     const pid_t w = ::waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
-    if (Clock::now() >= deadline) {
+    if (Clock::now() >= deadline || g_interrupt != 0) {
       timed_out = true;
       break;
     }
@@ -201,6 +238,8 @@ std::string launch_ranks(const LaunchRequest& req, const ProgramSet& programs) {
     fs::remove(result_path, ec);  // never leave a result that looks complete
     throw RunFailure(why + " (mpirun log: " + log_path + ")");
   };
+  if (g_interrupt != 0)
+    fail(std::string("real run interrupted by signal ") + std::to_string(g_interrupt) + "; ranks stopped");
   if (timed_out) {
     char t[32];
     std::snprintf(t, sizeof t, "%g", req.timeout_s);

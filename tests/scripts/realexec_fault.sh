@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Failure injection in a real run (issue 8, item 5): one rank is killed, or
-# delayed past the timeout, mid-step. The run must end within the timeout
-# (plus a small grace), exit 1 with one line naming the rank, leave no rank
-# process behind, and write no trace under the real name.
-#   realexec_fault.sh SHARDSIM SCENARIO WORKDIR kill|delay
+# delayed past the timeout, mid-step; or shardsim itself gets SIGINT (a
+# Ctrl-C) while a rank hangs. The run must end within the timeout (plus a
+# small grace), exit 1 with one line naming the rank (or the interruption),
+# leave no rank process behind, and write no trace under the real name.
+#   realexec_fault.sh SHARDSIM SCENARIO WORKDIR kill|delay|interrupt
 set -u
 bin=$1 scenario=$2 work=$3 mode=$4
 mkdir -p "$work"
@@ -13,13 +14,26 @@ timeout_s=4
 if [ "$mode" = kill ]; then
   export SHARDSIM_FAULT="kill:rank=1:op=10"
   want='rank 1 died'
-else
+elif [ "$mode" = delay ]; then
   export SHARDSIM_FAULT="delay:rank=1:op=10:s=60"
   want='timed out after 4 s: rank 1 '
+else
+  export SHARDSIM_FAULT="delay:rank=1:op=10:s=60"
+  want='interrupted by signal 2'
 fi
 start=$(date +%s.%N)
-err=$("$bin" run "$scenario" --ranks 2 --steps 1 --timeout-s $timeout_s --trace "$trace" 2>&1 >/dev/null)
-rc=$?
+if [ "$mode" = interrupt ]; then
+  "$bin" run "$scenario" --ranks 2 --steps 1 --timeout-s 60 --trace "$trace" 2>"$work/interrupt.err" >/dev/null &
+  pid=$!
+  sleep 2
+  kill -INT $pid
+  wait $pid
+  rc=$?
+  err=$(cat "$work/interrupt.err")
+else
+  err=$("$bin" run "$scenario" --ranks 2 --steps 1 --timeout-s $timeout_s --trace "$trace" 2>&1 >/dev/null)
+  rc=$?
+fi
 elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 echo "exit $rc after $elapsed s: $err"
 fail=0
