@@ -55,6 +55,13 @@ Usage:
       (default 300) with exit 1 and an error naming the rank
       (docs/realexec.md). --backend cuda is not built: exit 2.
 
+  shardsim calibrate [--backend cpu] [--ranks N] --out FILE [--json] [--quick]
+                     [--timeout-s S]
+      Micro-benchmarks on N ranks (default 2): matmul FLOP/s by size,
+      attention, memory bandwidth, the loss kernel, and each collective by
+      group and message size with a latency + size / bandwidth fit. Writes
+      the profile JSON (the simulator does not read it yet).
+
   shardsim compare PREDICTED.json MEASURED.json [--json]
       Step-time error and compute time per op kind of `simulate --json`
       (predicted) against `run --json` (measured); error = (predicted -
