@@ -51,7 +51,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     }
   }
   if (backend == "cuda") {
-    throw UsageError("--backend cuda: this shardsim has no CUDA backend (not built); use --backend cpu");
+    throw UsageError("--backend cuda: CUDA calibration is not implemented (docs/realexec.md); use --backend cpu");
   }
   if (out_file.empty() && !json) throw UsageError("calibrate: expected --out FILE (or --json)");
   realexec::LaunchRequest req;

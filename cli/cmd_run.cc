@@ -1,5 +1,6 @@
 // shardsim run: execute a scenario's step for real (CPU backend: MPI ranks
 // with OpenBLAS) and report the measured step time and Timeline.
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -87,6 +88,31 @@ void check_size(const Scenario& s, const ProgramSet& ps) {
   }
 }
 
+/// --backend cuda: the CUDA executor is not built; say precisely why the run
+/// cannot happen (no probe, no device, or no executor) and exit 2.
+[[noreturn]] void refuse_cuda() {
+  const std::string probe = sibling("shardsim-cuda-probe");
+  if (probe.empty()) {
+    throw UsageError(
+        "--backend cuda: this shardsim was built without CUDA (nvcc not found at configure time, or "
+        "SHARDSIM_WITH_CUDA=OFF); use --backend cpu");
+  }
+  std::string line;
+  if (std::FILE* p = ::popen(("'" + probe + "' 2>&1").c_str(), "r")) {
+    char buf[512];
+    if (std::fgets(buf, sizeof buf, p)) line = buf;
+    ::pclose(p);
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.rfind("devices 0", 0) == 0 || line.rfind("devices ", 0) != 0) {
+    const std::string why = line.rfind("devices 0: ", 0) == 0 ? line.substr(11) : line;
+    throw UsageError("--backend cuda: no usable CUDA device (" + (why.empty() ? "probe failed" : why) +
+                     "); use --backend cpu");
+  }
+  throw UsageError("--backend cuda: a CUDA device is present (" + line +
+                   ") but the CUDA executor is not implemented yet (docs/realexec.md); use --backend cpu");
+}
+
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -127,11 +153,7 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
   if (file.empty()) throw UsageError("run: expected a scenario file (shardsim --help)");
-  if (backend == "cuda") {
-    throw UsageError(
-        "--backend cuda: this shardsim has no CUDA backend (not built; docs/realexec.md says what exists); use "
-        "--backend cpu");
-  }
+  if (backend == "cuda") refuse_cuda();
   const Scenario s = load_scenario(file, sets);
   if (ranks < 0) ranks = s.cluster.devices;
   if (ranks != s.cluster.devices) {
@@ -156,7 +178,17 @@ int cmd_run(const std::vector<std::string>& args) {
   const Mesh mesh = build_mesh(s.plan);
   for (int r = 0; r < req.ranks; ++r) req.stage_of_rank.push_back(static_cast<int>(mesh.coord(r, MeshAxis::kPp)));
 
-  const realexec::MeasuredRun run = realexec::launch_real_run(req, ps);
+  realexec::MeasuredRun run = realexec::launch_real_run(req, ps);
+  // Flow arrows of the trace: each send, from its rank to its peer, over the
+  // send's span (the simulator draws transfers the same way).
+  for (const TimelineSpan& sp : run.timeline.spans) {
+    const Op& o = ps.stages.at(sp.program).op(sp.op);
+    if (o.kind != OpKind::kSend) continue;
+    const int64_t n = mesh.size(o.peer_axis), c = mesh.coord(sp.device, o.peer_axis);
+    const int64_t peer = sp.device + ((((c + o.peer) % n) + n) % n - c) * mesh.stride(o.peer_axis);
+    run.timeline.flows.push_back(
+        {sp.device, static_cast<uint32_t>(peer), sp.program, sp.op, o.comm_bytes, sp.start, sp.end});
+  }
   if (!trace_file.empty()) {
     std::string err;
     if (!write_file_atomic(

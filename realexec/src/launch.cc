@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -113,38 +112,67 @@ std::string hang_report(const LaunchRequest& req, const ProgramSet& ps, const st
          op_text(ps, req.stage_of_rank, w.rank, op) + " of step " + std::to_string(w.step);
 }
 
-/// The one line for a run whose mpirun exited with `status`.
+/// The rest of the line of `text` from `pos`.
+std::string rest_of_line(const std::string& text, size_t pos) {
+  const size_t end = text.find('\n', pos);
+  return text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+}
+/// The digits of `text` at `pos` ("" if none); `pos` moves past them.
+std::string digits_at(const std::string& text, size_t& pos) {
+  const size_t start = pos;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') ++pos;
+  return text.substr(start, pos - start);
+}
+
+/// The one line for a run whose mpirun exited with an error, from the log.
 std::string exit_report(const LaunchRequest& req, const ProgramSet& ps, const std::string& dir,
                         const std::string& log) {
-  std::smatch m;
-  // A rank's own error ("shardsim-rank: rank 1: error: ...").
-  static const std::regex own("shardsim-rank: rank ([0-9]+): error: ([^\n]*)");
-  if (std::regex_search(log, m, own)) return "rank " + m[1].str() + " failed: " + m[2].str();
-  // A rank that stopped before MPI started (bad arguments or input).
-  static const std::regex early("shardsim-rank: error: ([^\n]*)");
-  if (std::regex_search(log, m, early)) return "a rank failed before starting: " + m[1].str();
-  // OpenMPI: "mpirun noticed that process rank 1 with PID 123 on node x exited on signal 9 (Killed)."
-  static const std::regex died(
-      "process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited on signal ([0-9]+)( \\(([^)]*)\\))?");
-  if (std::regex_search(log, m, died)) {
-    const int rank = std::stoi(m[1].str());
-    std::string where;
-    if (const auto s = read_progress(dir, rank)) {
-      const int op = s->compute_busy ? s->compute_op : std::max(s->compute_op, s->comm_op);
-      where = ", last " + op_text(ps, req.stage_of_rank, rank, op) + " of step " + std::to_string(s->step);
+  // A rank's own error: "shardsim-rank: rank 1: error: ...".
+  for (size_t at = log.find("shardsim-rank: rank "); at != std::string::npos;
+       at = log.find("shardsim-rank: rank ", at + 1)) {
+    size_t pos = at + 20;
+    const std::string rank = digits_at(log, pos);
+    if (!rank.empty() && log.compare(pos, 9, ": error: ") == 0) {
+      return "rank " + rank + " failed: " + rest_of_line(log, pos + 9);
     }
-    return "rank " + m[1].str() + " died (signal " + m[3].str() + (m[5].matched ? " " + m[5].str() : "") + ")" + where;
   }
-  static const std::regex exited(
-      "process rank ([0-9]+) with PID ([0-9]+) on node \\S+ exited with status ([0-9]+)|"
-      "Process name: \\[\\[[0-9]+,[0-9]+\\],([0-9]+)\\]\\s*Exit code:\\s*([0-9]+)");
-  if (std::regex_search(log, m, exited)) {
-    const std::string rank = m[1].matched ? m[1].str() : m[4].str();
-    const std::string code = m[1].matched ? m[3].str() : m[5].str();
-    return "rank " + rank + " exited with status " + code;
+  // A rank that stopped before MPI started (bad arguments or input).
+  if (const size_t at = log.find("shardsim-rank: error: "); at != std::string::npos) {
+    return "a rank failed before starting: " + rest_of_line(log, at + 22);
   }
-  // Last resort: the first line of the log.
-  std::string first = log.substr(0, log.find('\n'));
+  // OpenMPI: "mpirun noticed that process rank 1 with PID 123 on node x exited on signal 9 (Killed)."
+  for (size_t at = log.find("process rank "); at != std::string::npos; at = log.find("process rank ", at + 1)) {
+    size_t pos = at + 13;
+    const std::string rank = digits_at(log, pos);
+    const std::string line = rest_of_line(log, pos);
+    const size_t sig = line.find(" exited on signal ");
+    if (rank.empty() || sig == std::string::npos) continue;
+    size_t p = sig + 18;
+    const std::string number = digits_at(line, p);
+    std::string name;
+    if (line.compare(p, 2, " (") == 0) name = " " + line.substr(p + 2, line.find(')', p) - p - 2);
+    std::string where;
+    if (const auto s = read_progress(dir, std::stoi(rank))) {
+      const int op = s->compute_busy ? s->compute_op : std::max(s->compute_op, s->comm_op);
+      where = s->state == RankState::kDone ? " after finishing its steps (at exit; see the log)"
+                                           : ", last " + op_text(ps, req.stage_of_rank, std::stoi(rank), op) +
+                                                 " of step " + std::to_string(s->step);
+    }
+    return "rank " + rank + " died (signal " + number + name + ")" + where;
+  }
+  // OpenMPI: "Process name: [[43210,1],1]\n  Exit code: 2".
+  if (const size_t at = log.find("Process name: [["); at != std::string::npos) {
+    const size_t inner = log.find("],", at);
+    size_t pos = inner == std::string::npos ? log.size() : inner + 2;
+    const std::string rank = digits_at(log, pos);
+    const size_t code_at = log.find("Exit code:", at);
+    if (!rank.empty() && code_at != std::string::npos) {
+      size_t p = code_at + 10;
+      while (p < log.size() && log[p] == ' ') ++p;
+      return "rank " + rank + " exited with status " + digits_at(log, p);
+    }
+  }
+  const std::string first = rest_of_line(log, 0);
   return "mpirun failed" + (first.empty() ? std::string() : ": " + first);
 }
 

@@ -543,62 +543,71 @@ double Executor::run_step(int step, bool record) {
   }
   std::thread compute([this] { compute_loop(); });
   ::prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us timer slack (default 50 us): polls wake on time
-  std::vector<InFlight> inflight;
-  std::vector<MPI_Request> reqs;
-  std::vector<OpId> ready;
-  std::vector<int> indices;
-  // Polling: MPI progresses non-blocking operations only inside MPI calls, so
-  // this thread tests its requests in a loop, sleeping between tests (woken
-  // early when an op becomes ready). It never spins: on a machine with fewer
-  // cores than threads, a rank spinning while it waits for a peer takes the
-  // core that peer needs. The sleep is a quarter of the time since the last
-  // progress (clamped to [kPollMin, kPollMax]): an op is seen done at most
-  // ~25% (or 10 us) late, and a long wait (a pipeline receive) costs a few
-  // thousand wake-ups per second, not tens of thousands.
-  using Us = std::chrono::microseconds;
-  constexpr Us kPollMin(10), kPollMax(200);
-  auto last_progress = Clock::now();
-  while (done_ < n && !failed_) {
-    {
-      std::lock_guard<std::mutex> lk(comm_mu_);
-      ready.swap(comm_ready_);
-    }
-    if (!ready.empty()) last_progress = Clock::now();
-    for (OpId id : ready) start_comm(id, inflight, reqs);
-    ready.clear();
-    if (inflight.empty()) {
-      std::unique_lock<std::mutex> lk(comm_mu_);
-      comm_cv_.wait(lk, [&] { return !comm_ready_.empty() || done_ == n || failed_; });
-      continue;
-    }
-    int count = 0;
-    indices.resize(reqs.size());
-    check_mpi(MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &count, indices.data(), MPI_STATUSES_IGNORE),
-              "MPI_Testsome");
-    if (count > 0 && count != MPI_UNDEFINED) {
-      for (int k = 0; k < count; ++k) finish_comm(inflight[static_cast<size_t>(indices[static_cast<size_t>(k)])]);
-      size_t keep = 0;
-      for (size_t i = 0; i < reqs.size(); ++i) {
-        if (reqs[i] == MPI_REQUEST_NULL) continue;
-        reqs[keep] = reqs[i];
-        inflight[keep] = inflight[i];
-        ++keep;
+  // An MPI error on this thread must still stop and join the compute thread
+  // (a joinable std::thread's destructor would terminate the process).
+  std::exception_ptr comm_error;
+  try {
+    std::vector<InFlight> inflight;
+    std::vector<MPI_Request> reqs;
+    std::vector<OpId> ready;
+    std::vector<int> indices;
+    // Polling: MPI progresses non-blocking operations only inside MPI calls, so
+    // this thread tests its requests in a loop, sleeping between tests (woken
+    // early when an op becomes ready). It never spins: on a machine with fewer
+    // cores than threads, a rank spinning while it waits for a peer takes the
+    // core that peer needs. The sleep is a quarter of the time since the last
+    // progress (clamped to [kPollMin, kPollMax]): an op is seen done at most
+    // ~25% (or 10 us) late, and a long wait (a pipeline receive) costs a few
+    // thousand wake-ups per second, not tens of thousands.
+    using Us = std::chrono::microseconds;
+    constexpr Us kPollMin(10), kPollMax(200);
+    auto last_progress = Clock::now();
+    while (done_ < n && !failed_) {
+      {
+        std::lock_guard<std::mutex> lk(comm_mu_);
+        ready.swap(comm_ready_);
       }
-      reqs.resize(keep);
-      inflight.resize(keep);
-      last_progress = Clock::now();
-      continue;
+      if (!ready.empty()) last_progress = Clock::now();
+      for (OpId id : ready) start_comm(id, inflight, reqs);
+      ready.clear();
+      if (inflight.empty()) {
+        std::unique_lock<std::mutex> lk(comm_mu_);
+        comm_cv_.wait(lk, [&] { return !comm_ready_.empty() || done_ == n || failed_; });
+        continue;
+      }
+      int count = 0;
+      indices.resize(reqs.size());
+      check_mpi(MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &count, indices.data(), MPI_STATUSES_IGNORE),
+                "MPI_Testsome");
+      if (count > 0 && count != MPI_UNDEFINED) {
+        for (int k = 0; k < count; ++k) finish_comm(inflight[static_cast<size_t>(indices[static_cast<size_t>(k)])]);
+        size_t keep = 0;
+        for (size_t i = 0; i < reqs.size(); ++i) {
+          if (reqs[i] == MPI_REQUEST_NULL) continue;
+          reqs[keep] = reqs[i];
+          inflight[keep] = inflight[i];
+          ++keep;
+        }
+        reqs.resize(keep);
+        inflight.resize(keep);
+        last_progress = Clock::now();
+        continue;
+      }
+      std::unique_lock<std::mutex> lk(comm_mu_);
+      const auto waited = std::chrono::duration_cast<Us>(Clock::now() - last_progress);
+      comm_cv_.wait_for(lk, std::clamp(waited / 4, kPollMin, kPollMax),
+                        [&] { return !comm_ready_.empty() || failed_.load(); });
     }
-    std::unique_lock<std::mutex> lk(comm_mu_);
-    const auto waited = std::chrono::duration_cast<Us>(Clock::now() - last_progress);
-    comm_cv_.wait_for(lk, std::clamp(waited / 4, kPollMin, kPollMax),
-                      [&] { return !comm_ready_.empty() || failed_.load(); });
+  } catch (...) {
+    comm_error = std::current_exception();
+    failed_ = true;
   }
   {
     std::lock_guard<std::mutex> lk(compute_mu_);
     compute_cv_.notify_all();
   }
   compute.join();
+  if (comm_error) std::rethrow_exception(comm_error);
   if (compute_error_) std::rethrow_exception(compute_error_);
   SimTime last;
   auto keep = [&](const std::vector<TimelineSpan>& v) {
