@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "run_report.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
 #include "shardsim/realexec/launch.h"
@@ -154,6 +155,25 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if (file.empty()) throw UsageError("run: expected a scenario file (shardsim --help)");
   if (backend == "cuda") refuse_cuda();
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
+    // Started as one rank of `mpirun -n N shardsim run ...`: shardsim links
+    // no MPI, so this process becomes shardsim-rank, whose rank 0 reports.
+    // (mpirun supervises; --timeout-s and --ranks do not apply.)
+    const std::string rank_exe = sibling("shardsim-rank");
+    if (rank_exe.empty()) throw UsageError("--backend cpu: this shardsim was built without the CPU backend");
+    std::vector<std::string> argv = {
+        rank_exe, file, "--steps", std::to_string(steps), "--warmup", std::to_string(warmup), "--report"};
+    for (const Override& o : sets) argv.insert(argv.end(), {"--set", o.path + "=" + o.value});
+    if (verify) argv.push_back("--verify");
+    if (json) argv.push_back("--json");
+    if (!trace_file.empty()) argv.insert(argv.end(), {"--trace", trace_file});
+    std::vector<char*> cargv;
+    for (std::string& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    ::execv(rank_exe.c_str(), cargv.data());
+    throw std::runtime_error("cannot run " + rank_exe);
+  }
   const Scenario s = load_scenario(file, sets);
   if (ranks < 0) ranks = s.cluster.devices;
   if (ranks != s.cluster.devices) {
@@ -178,73 +198,15 @@ int cmd_run(const std::vector<std::string>& args) {
   const Mesh mesh = build_mesh(s.plan);
   for (int r = 0; r < req.ranks; ++r) req.stage_of_rank.push_back(static_cast<int>(mesh.coord(r, MeshAxis::kPp)));
 
-  realexec::MeasuredRun run = realexec::launch_real_run(req, ps);
-  // Flow arrows of the trace: each send, from its rank to its peer, over the
-  // send's span (the simulator draws transfers the same way).
-  for (const TimelineSpan& sp : run.timeline.spans) {
-    const Op& o = ps.stages.at(sp.program).op(sp.op);
-    if (o.kind != OpKind::kSend) continue;
-    const int64_t n = mesh.size(o.peer_axis), c = mesh.coord(sp.device, o.peer_axis);
-    const int64_t peer = sp.device + ((((c + o.peer) % n) + n) % n - c) * mesh.stride(o.peer_axis);
-    run.timeline.flows.push_back(
-        {sp.device, static_cast<uint32_t>(peer), sp.program, sp.op, o.comm_bytes, sp.start, sp.end});
+  const realexec::MeasuredRun run = realexec::launch_real_run(req, ps);
+  ReportOptions ro;
+  ro.json = json;
+  ro.trace_file = trace_file;
+  try {
+    return report_measured_run(s, ps, run, ro);
+  } catch (const TraceWriteError& e) {
+    throw UsageError(e.what());
   }
-  if (!trace_file.empty()) {
-    std::string err;
-    if (!write_file_atomic(
-            trace_file, [&](std::FILE* f) { return write_chrome_trace(f, ps, run.timeline); }, err)) {
-      throw UsageError(err);
-    }
-  }
-  const double step_s = realexec::median(run.step_times_s);
-  const auto by_kind = realexec::time_by_kind_s(ps, run.timeline);
-  if (json) {
-    nlohmann::ordered_json j;
-    j["backend"] = backend;
-    j["ranks"] = run.ranks;
-    j["steps"] = run.step_times_s.size();
-    j["warmup_steps"] = run.warmup_steps;
-    j["step_time_s"] = step_s;
-    j["step_times_s"] = run.step_times_s;
-    nlohmann::ordered_json k = nlohmann::ordered_json::object();
-    for (const auto& [name, sec] : by_kind) k[name] = sec;
-    j["time_by_kind_s"] = k;
-    j["verify"] = {{"enabled", run.verify.enabled},
-                   {"kernels_checked", run.verify.kernels_checked},
-                   {"collectives_checked", run.verify.collectives_checked},
-                   {"transfers_checked", run.verify.transfers_checked},
-                   {"mismatches", run.verify.mismatches}};
-    std::printf("%s\n", j.dump(2).c_str());
-  } else {
-    double lo = step_s, hi = step_s;
-    for (double t : run.step_times_s) {
-      lo = std::min(lo, t);
-      hi = std::max(hi, t);
-    }
-    std::printf("%s on %lld CPU ranks (MPI + OpenBLAS, bf16 run as fp32): %zu steps after %d warm-up\n",
-                s.model.name.c_str(), static_cast<long long>(ranks), run.step_times_s.size(), run.warmup_steps);
-    std::printf("  step time          %.4f s median (min %.4f, max %.4f)\n", step_s, lo, hi);
-    std::string kinds;
-    for (const auto& [name, sec] : by_kind) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "%s%s %.4f s", kinds.empty() ? "" : ", ", name.c_str(), sec);
-      kinds += buf;
-    }
-    std::printf("  time by kind       %s (per rank, last step; communication overlaps compute)\n", kinds.c_str());
-    if (run.verify.enabled) {
-      std::printf("  verify             %s: %lld kernel checks, %lld collectives, %lld transfers checked\n",
-                  run.verify.mismatches == 0 ? "passed" : "FAILED", static_cast<long long>(run.verify.kernels_checked),
-                  static_cast<long long>(run.verify.collectives_checked),
-                  static_cast<long long>(run.verify.transfers_checked));
-    }
-    if (!trace_file.empty()) std::printf("  trace              %s\n", trace_file.c_str());
-  }
-  if (run.verify.mismatches > 0) {
-    std::fprintf(stderr, "shardsim: error: verify failed: %lld mismatches; first: %s\n",
-                 static_cast<long long>(run.verify.mismatches), run.verify.first_mismatch.c_str());
-    return 1;
-  }
-  return 0;
 }
 
 }  // namespace shardsim::cli

@@ -5,6 +5,8 @@
 //   shardsim-rank SCENARIO [--set PATH=VALUE]... [--steps K] [--warmup K] [--verify]
 //                 [--result FILE] [--progress-dir DIR]
 //   shardsim-rank --calibrate [--quick] [--result FILE] [--progress-dir DIR]
+// With --report (what `mpirun -n N shardsim run SCENARIO ...` becomes), rank
+// 0 also prints the report and writes --trace FILE, as `shardsim run` does.
 // Fault injection for tests: SHARDSIM_FAULT=kill:rank=R:op=N or
 // delay:rank=R:op=N:s=S.
 #include <cstdio>
@@ -14,9 +16,11 @@
 #include <vector>
 
 #include "args.h"
+#include "run_report.h"
 #include "shardsim/core/error.h"
 #include "shardsim/realexec/calibrate.h"
 #include "shardsim/realexec/rank.h"
+#include "shardsim/workloads/lower.h"
 
 int main(int argc, char** argv) {
   using namespace shardsim;
@@ -24,7 +28,8 @@ int main(int argc, char** argv) {
   realexec::RankOptions opt;
   std::string file;
   std::vector<Override> sets;
-  bool calibrate = false, quick = false;
+  bool calibrate = false, quick = false, report = false;
+  cli::ReportOptions report_opt;
   try {
     auto count = [](const std::string& flag, const std::string& v, int lo, int hi) {
       char* end = nullptr;
@@ -45,6 +50,12 @@ int main(int argc, char** argv) {
         opt.warmup_steps = count(a, cli::take_value(args, i), 0, 1000);
       } else if (a == "--calibrate") {
         calibrate = true;
+      } else if (a == "--report") {
+        report = true;
+      } else if (a == "--json") {
+        report_opt.json = true;
+      } else if (a == "--trace") {
+        report_opt.trace_file = cli::take_value(args, i);
       } else if (a == "--quick") {
         quick = true;
       } else if (a == "--verify") {
@@ -73,7 +84,10 @@ int main(int argc, char** argv) {
     const char* fault = std::getenv("SHARDSIM_FAULT");
     opt.fault = realexec::parse_fault(fault ? fault : "");
     const Scenario s = load_scenario(file, sets);
-    return realexec::run_rank(s, opt);
+    realexec::MeasuredRun measured;
+    const int rc = realexec::run_rank(s, opt, report ? &measured : nullptr);
+    if (rc != 0 || !report || measured.ranks == 0) return rc;  // not rank 0, or no report asked
+    return cli::report_measured_run(s, lower_training_step(s), measured, report_opt);
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

@@ -53,7 +53,9 @@ Usage:
       kernel against a reference and every communication result (exit 1 on
       a mismatch). A rank that dies or hangs ends the run within --timeout-s
       (default 300) with exit 1 and an error naming the rank
-      (docs/realexec.md). --backend cuda is not built: exit 2.
+      (docs/realexec.md). `mpirun -n N shardsim run SCENARIO ...` also works
+      (mpirun then supervises the ranks). --backend cuda: exit 2 (no CUDA
+      executor yet).
 
   shardsim calibrate [--backend cpu] [--ranks N] --out FILE [--json] [--quick]
                      [--timeout-s S]

@@ -624,7 +624,7 @@ double Executor::run_step(int step, bool record) {
   return local_s;
 }
 
-int run(const Scenario& s, const RankOptions& opt, int rank, int world) {
+int run(const Scenario& s, const RankOptions& opt, int rank, int world, MeasuredRun* measured) {
   const ProgramSet ps = lower_training_step(s);
   if (world != s.cluster.devices) {
     throw std::runtime_error("the scenario has " + std::to_string(s.cluster.devices) + " devices but mpirun started " +
@@ -709,12 +709,13 @@ int run(const Scenario& s, const RankOptions& opt, int rank, int world) {
     std::string err;
     if (!write_file_atomic(opt.result_file, measured_run_json(r), err)) throw std::runtime_error(err);
   }
+  if (measured != nullptr) *measured = std::move(r);
   return 0;
 }
 
 }  // namespace
 
-int run_rank(const Scenario& s, const RankOptions& opt) {
+int run_rank(const Scenario& s, const RankOptions& opt, MeasuredRun* measured) {
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "shardsim-rank: error: MPI_Init_thread failed\n");
@@ -725,7 +726,7 @@ int run_rank(const Scenario& s, const RankOptions& opt) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   try {
     if (provided < MPI_THREAD_FUNNELED) throw std::runtime_error("the MPI library does not support threads");
-    const int rc = run(s, opt, rank, world);
+    const int rc = run(s, opt, rank, world, measured);
     MPI_Finalize();
     return rc;
   } catch (const std::exception& e) {

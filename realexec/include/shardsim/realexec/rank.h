@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "shardsim/realexec/measured.h"
 #include "shardsim/workloads/scenario.h"
 
 namespace shardsim::realexec {
@@ -46,7 +47,8 @@ struct RankOptions {
 };
 
 /// Runs this process's rank (MPI is initialized and finalized here). Returns
-/// the process exit status: 0, or 1 after printing an error.
-int run_rank(const Scenario& s, const RankOptions& opt);
+/// the process exit status: 0, or 1 after printing an error. On rank 0 the
+/// measured run is also stored in `*measured` when given (ranks > 0 says so).
+int run_rank(const Scenario& s, const RankOptions& opt, MeasuredRun* measured = nullptr);
 
 }  // namespace shardsim::realexec
