@@ -15,6 +15,12 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Thrown when the error was already printed (by a worker process): main
+/// exits with `status` and prints nothing more.
+struct AlreadyReported {
+  int status = 1;
+};
+
 /// "256MiB", "1GB", "4096", "1.5GiB" -> bytes. Decimal prefixes for kB/MB/GB/TB,
 /// binary for KiB/MiB/GiB/TiB.
 int64_t parse_bytes(const std::string& flag, const std::string& text);

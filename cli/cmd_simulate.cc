@@ -9,6 +9,7 @@
 #include "shardsim/viz/chrome_trace.h"
 #include "shardsim/viz/result_json.h"
 #include "shardsim/workloads/scenario.h"
+#include "simgrid_client.h"
 #include "step_runner.h"
 
 namespace shardsim::cli {
@@ -64,10 +65,10 @@ void print_summary(const Scenario& s, const StepReport& r) {
     std::printf("\n");
   }
   std::printf(
-      "  simulation         %llu events, %llu flows, %lld ops per device, %lld of %lld devices run, %.3f s wall\n",
-      static_cast<unsigned long long>(r.sim.events), static_cast<unsigned long long>(r.sim.flows),
-      static_cast<long long>(r.sim.ops_per_device), static_cast<long long>(r.sim.simulated_devices),
-      static_cast<long long>(r.devices), r.sim.wall_s);
+      "  simulation         %s: %llu events, %llu flows, %lld ops per device, %lld of %lld devices run, %.3f s wall\n",
+      r.sim.backend.c_str(), static_cast<unsigned long long>(r.sim.events),
+      static_cast<unsigned long long>(r.sim.flows), static_cast<long long>(r.sim.ops_per_device),
+      static_cast<long long>(r.sim.simulated_devices), static_cast<long long>(r.devices), r.sim.wall_s);
 }
 
 }  // namespace
@@ -87,7 +88,13 @@ int cmd_simulate(const std::vector<std::string>& args) {
       sets.push_back(parse_set(take_value(args, i)));
     else if (a.rfind("--set=", 0) == 0)
       sets.push_back(parse_set(a.substr(6)));
-    else if (a == "--trace")
+    else if (a == "--backend") {
+      const std::string backend = take_value(args, i);
+      if (backend != "native" && backend != "simgrid") {
+        throw UsageError("--backend: expected native or simgrid, got \"" + backend + "\"");
+      }
+      sets.push_back(Override{"simulator.backend", backend});
+    } else if (a == "--trace")
       trace_file = take_value(args, i);
     else if (a == "--replica-shortcut") {
       shortcut = take_value(args, i);
@@ -112,7 +119,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
                                            : parse_device_list("--trace-devices", trace_list, s.cluster.devices);
   // auto: simulate one data-parallel replica from 2048 devices up.
   const bool use_shortcut = shortcut == "on" || (shortcut == "auto" && s.cluster.devices > kShortcutDevices);
-  StepRun run = run_training_step(s, traced, use_shortcut && s.plan.dp > 1);
+  std::string backend;
+  const Simulator simulator = simulator_for(s, sets, backend);
+  StepRun run = run_training_step(s, traced, use_shortcut && s.plan.dp > 1, simulator, backend);
   if (no_timing) run.report.sim.wall_s = 0;
   if (!trace_file.empty()) {
     std::string err;

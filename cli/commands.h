@@ -14,6 +14,9 @@ int cmd_validate(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);
 int cmd_calibrate(const std::vector<std::string>& args);
+int cmd_search(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
+int cmd_serve(const std::vector<std::string>& args);
 extern const char* const kUsage;
 
 }  // namespace shardsim::cli

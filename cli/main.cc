@@ -30,7 +30,12 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cli::cmd_run(args);
     if (cmd == "compare") return cli::cmd_compare(args);
     if (cmd == "calibrate") return cli::cmd_calibrate(args);
+    if (cmd == "search") return cli::cmd_search(args);
+    if (cmd == "report") return cli::cmd_report(args);
+    if (cmd == "serve") return cli::cmd_serve(args);
     throw cli::UsageError("unknown command \"" + cmd + "\" (try shardsim --help)");
+  } catch (const cli::AlreadyReported& e) {
+    return e.status;
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

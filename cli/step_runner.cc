@@ -56,18 +56,26 @@ std::string binding_constraint(const StepReport& r) {
 
 }  // namespace
 
-StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut) {
-  const auto t0 = std::chrono::steady_clock::now();
-  StepRun run;
-  run.programs = lower_training_step(s);
-  check_step_fits_in_time(s, run.programs);
-  const auto topo = build_topology(s.cluster);
-  const Mesh mesh = build_mesh(s.plan);
+EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>& trace_devices,
+                                  bool replica_shortcut) {
   EngineOptions opt;
   opt.trace_devices = trace_devices;
   opt.collective = s.cluster.collective;
   opt.replica_shortcut = replica_shortcut;
-  EngineResult er = simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
+  return opt;
+}
+
+StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut,
+                          const Simulator& simulator, const std::string& backend) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StepRun run;
+  run.programs = lower_step(s);
+  check_step_fits_in_time(s, run.programs);
+  const auto topo = build_topology(s.cluster);
+  const Mesh mesh = build_mesh(s.plan);
+  const EngineOptions opt = step_engine_options(s, trace_devices, replica_shortcut);
+  EngineResult er = simulator ? simulator(run.programs, mesh, *topo, s.cluster.chip, opt)
+                              : simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   StepReport& r = run.report;
@@ -103,13 +111,15 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.hfu = r.step_time_s > 0 ? executed * per_stage / (r.step_time_s * devices * peak) : 0;
   r.model_tflops_per_device = r.step_time_s > 0 ? r.model_flops_per_step / devices / r.step_time_s / 1e12 : 0;
   r.hardware_tflops_per_device = r.step_time_s > 0 ? executed * per_stage / devices / r.step_time_s / 1e12 : 0;
-  r.tokens_per_step = s.plan.global_batch * s.plan.seq_len;
+  // A decode step makes one token per sequence; training and prefill
+  // process every token of every sequence.
+  r.tokens_per_step = s.plan.phase == Phase::kDecode ? s.plan.global_batch : s.plan.global_batch * s.plan.seq_len;
   r.tokens_per_s = r.step_time_s > 0 ? static_cast<double>(r.tokens_per_step) / r.step_time_s : 0;
   r.breakdown = er.breakdown;
   r.critical_device = er.critical_device;
   r.compute_by_kind_s = er.compute_by_kind_s;
   r.comm_busy_by_stream_s = er.comm_busy_by_stream_s;
-  r.memory = training_memory(s);
+  r.memory = step_memory(s);
   r.binding = binding_constraint(r);
   r.sim.events = er.events;
   r.sim.flows = er.flows;
@@ -117,6 +127,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.sim.ops_per_device = static_cast<int64_t>(max_ops);
   r.sim.simulated_devices = er.active_devices;
   r.sim.wall_s = wall;
+  r.sim.backend = backend;
   run.timeline = std::move(er.timeline);
   return run;
 }

@@ -2,18 +2,20 @@
 
 namespace shardsim::cli {
 
-const char* const kUsage = R"(shardsim: predict how a Transformer training step runs on a cluster.
+const char* const kUsage = R"(shardsim: predict how a Transformer training or inference step runs on a cluster.
 
 Usage:
   shardsim simulate SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
                              [--trace-devices LIST] [--no-timing]
                              [--replica-shortcut on|off|auto]
+                             [--backend native|simgrid]
       Lower SCENARIO (model + cluster + plan) to a per-device program and
-      simulate one training step. Prints a summary, or with --json one object:
+      simulate one step: training, or with plan.phase "prefill" / "decode"
+      one inference step. Prints a summary, or with --json one object:
       step_time_s, mfu, hfu, model_tflops_per_device, tokens_per_s, breakdown
       {compute_s, exposed_comm_s, bubble_s, other_s}, memory
       {peak_bytes_per_device, capacity_bytes, fits, components}, sim {events,
-      flows, devices, ops_per_device, wall_s}.
+      flows, devices, ops_per_device, wall_s, backend}.
       --set plan.tp=4      override any field (dotted JSON path; the value is
                            JSON, or a string if it is not)
       --trace FILE         write a Chrome trace (open in ui.perfetto.dev)
@@ -23,6 +25,11 @@ Usage:
                            the same program; collectives over dp still move
                            every member's data). auto (default): on above
                            2048 devices. sim.simulated_devices says which.
+      --backend B          native (default): shardsim's max-min fluid network;
+                           simgrid: SimGrid decides how flows share links (in
+                           a worker process; CM02 by default, or LV08 with
+                           --set simulator.simgrid_network_model=LV08).
+                           Same as --set simulator.backend=B.
 
   shardsim collective SCENARIO|CLUSTER --op OP --bytes SIZE [--group G]
                       [--concurrent] [--set PATH=VALUE]... [--json]
@@ -33,6 +40,48 @@ Usage:
       G: all (default), N (the first N devices), or tp / dp (a scenario's
          group holding device 0)
       --concurrent         run every group of that shape at once (contention)
+
+  shardsim search SCENARIO [--objective step_time|mfu|cost] [--top K]
+                  [--max-simulations N] [--jobs J] [--devices N]
+                  [--emit-best FILE] [--report FILE] [--set PATH=VALUE]... [--json]
+                  [--no-timing] [--max-ttft-p99-s S] [--max-tpot-p99-s S]
+      Which plan should I run? Enumerates the plans of SCENARIO's model,
+      cluster and batch (tp, cp, pp and schedule, dp, ep, ZeRO stage,
+      microbatch size, recomputation), drops the invalid and those over
+      memory, prunes by lower bounds on the step time, simulates the rest in
+      order of a closed-form estimate (up to N, default 12, the scenario's own
+      plan first) and prints them ranked with the counts of each tier.
+      "best proven" means every plan left was pruned by a bound.
+      --objective cost     fewest device-seconds per step, also trying N/2,
+                           N/4, ... devices (GPU clusters)
+      --emit-best FILE     write the best plan as a ready scenario file
+      --report FILE        write the HTML report of the best plan, with every
+                           simulated plan as step time against peak memory
+      --jobs J             simulations at once (default: every core); the
+                           answer does not depend on it
+      With an inference plan and a serving object, the search serves the
+      request stream on every replica layout (tp, pp, ep) and ranks them by
+      output tokens/s per device, those within the limits first:
+      --max-ttft-p99-s S   time-to-first-token p99 limit
+      --max-tpot-p99-s S   time-per-output-token p99 limit
+
+  shardsim report SCENARIO --out FILE [--set PATH=VALUE]...
+      Write one self-contained HTML page (no network, no script) about
+      SCENARIO's step: the time breakdown, a timeline of up to four devices
+      (each stream; idle compute shaded), memory over the step by component,
+      and a roofline of the ops against the chip's peak and HBM bandwidth.
+
+  shardsim serve SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
+                 [--no-timing]
+      Serve a request stream (SCENARIO's "serving" object: Poisson arrivals
+      with prompt and output length distributions, or a trace file) on
+      plan.dp / plan.ep replicas with iteration-level (continuous) batching
+      and a paged KV cache, as vLLM does; optional chunked prefill and
+      prefill/decode disaggregation. Every distinct iteration is lowered and
+      simulated. Prints time to first token, time per output token and
+      end-to-end latency at p50/p90/p99, throughput and KV cache use. The
+      same seed gives the same output. --trace writes each replica's
+      iterations and KV use as a Chrome trace.
 
   shardsim validate DIR [--json]
       Simulate every scenario in DIR that has a "published" object and print

@@ -10,4 +10,8 @@ apt-get install -y -qq --no-install-recommends \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libopenmpi-dev openmpi-bin libopenblas-dev \
   clang libclang-rt-14-dev >/dev/null
+# Headless Chromium renders the HTML report in its test; that test skips
+# without it, so a missing package is not fatal.
+apt-get install -y -qq --no-install-recommends chromium >/dev/null ||
+  echo "shardsim: chromium not installed; the report rendering test will be skipped"
 echo "shardsim: dependencies installed"

@@ -20,7 +20,8 @@ for f in *.json; do
   if [ "$rc" -ne 2 ]; then echo "error case $f exited $rc, expected 2" >&2; exit 1; fi
 done
 done
-cd "$here/golden/commands"
+for dir in commands simgrid; do
+cd "$here/golden/$dir"
 for f in *.args; do
   read -r -a argv < "$f"
   set +e
@@ -33,5 +34,6 @@ for f in *.args; do
     { printf 'exit %s\n' "$rc"; cat /tmp/shardsim_golden_err.$$; } > "${f%.args}.expected"
   fi
   rm -f /tmp/shardsim_golden_err.$$
+done
 done
 echo "goldens regenerated with $bin"

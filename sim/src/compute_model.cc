@@ -1,6 +1,7 @@
 // Compute time model.
 //
 //   time = launch_overhead + max(FLOPs / (peak · eff_kind · eff_shape),
+//   (no launch overhead for ops replayed in a CUDA graph)
 //                                HBM bytes / (HBM bandwidth · memory_efficiency))
 //
 // (Williams, Waterman, Patterson 2009, "Roofline"). eff_kind is the chip's
@@ -24,14 +25,30 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
+
+/// The tile side a GEMM library picks for a dimension shorter than the
+/// default tile: the next power of two, at least 16 (the tensor-core
+/// fragment; cuBLAS and CUTLASS ship skinny tiles for decode-shaped GEMMs).
+int64_t tile_for(int64_t dim, int64_t tile) {
+  if (dim >= tile) return tile;
+  int64_t t = 16;
+  while (t < dim) t *= 2;
+  return std::min(t, tile);
+}
+
 }  // namespace
 
 double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t batch, const ChipSpec& c) {
   if (m <= 0 || n <= 0 || k <= 0) return 1.0;
-  const int64_t tiles = ceil_div(m, c.tile_m) * ceil_div(n, c.tile_n) * std::max<int64_t>(batch, 1);
-  const int64_t waves = ceil_div(tiles, c.compute_units);
-  const double padded = static_cast<double>(waves) * c.compute_units * c.tile_m * c.tile_n *
-                        static_cast<double>(ceil_div(k, c.tile_k) * c.tile_k);
+  const int64_t tm = tile_for(m, c.tile_m), tn = tile_for(n, c.tile_n);
+  const int64_t tiles = ceil_div(m, tm) * ceil_div(n, tn) * std::max<int64_t>(batch, 1);
+  // Too few tiles to fill the compute units: split K over the idle units
+  // (split-K), as GEMM libraries do.
+  const int64_t ksteps = ceil_div(k, c.tile_k);
+  const int64_t split = tiles < c.compute_units ? std::max<int64_t>(1, std::min(c.compute_units / tiles, ksteps)) : 1;
+  const int64_t waves = ceil_div(tiles * split, c.compute_units);
+  const double padded = static_cast<double>(waves) * c.compute_units * static_cast<double>(tm * tn) *
+                        static_cast<double>(ceil_div(ksteps, split) * c.tile_k);
   const double useful = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                         static_cast<double>(std::max<int64_t>(batch, 1));
   return std::min(1.0, useful / padded);
@@ -52,7 +69,7 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
   } else if (op.compute == ComputeKind::kAttention) {
     flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * chip.attention_efficiency);
   }
-  return chip.launch_overhead + to_sim_time(std::max(mem_s, flop_s));
+  return (op.graphed ? SimTime() : chip.launch_overhead) + to_sim_time(std::max(mem_s, flop_s));
 }
 
 }  // namespace shardsim

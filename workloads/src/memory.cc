@@ -189,3 +189,54 @@ MemoryReport training_memory(const Scenario& s) {
 }
 
 }  // namespace shardsim
+
+namespace shardsim {
+
+// Inference: the replica's weight shard at weight_dtype (every expert of the
+// device's ep share), the KV cache of the batch (each layer of the stage
+// keeps 2·kv_heads/tp·head_dim elements per cached position at kv_dtype,
+// context + the new token), the activations of one layer in flight (prefill:
+// the whole prompt batch's widest tensors; decode: negligible) and the
+// logits of the last positions in fp32.
+MemoryReport inference_memory(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  const Plan& p = s.plan;
+  const ChunkLayout layout = chunk_layout(m, p);
+  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len);
+  const int64_t t = p.tp;
+  const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
+  const int64_t positions = p.seq_len + (p.phase == Phase::kDecode ? 1 : 0);
+  const int64_t T = p.phase == Phase::kPrefill ? p.microbatch_size * p.seq_len : p.microbatch_size;
+  MemoryReport best;
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    int64_t params = 0, layers = 0;
+    const auto g = static_cast<size_t>(stage);
+    for (int64_t i = 0; i < layout.count[g]; ++i) {
+      const int64_t l = layout.first[g] + i;
+      params += m.is_moe_layer(l) ? dp.moe_layer_replicated + dp.moe_layer_experts : dp.dense_layer;
+      ++layers;
+    }
+    if (stage == 0) params += dp.embedding;
+    const bool head = stage == p.pp - 1;
+    if (head) params += dp.head;
+    MemoryReport r;
+    r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
+    auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
+    add("weights", params * dtype_bytes(p.weight_dtype));
+    add("kv_cache", layers * p.microbatch_size * positions * 2 * kv * m.head_dim * dtype_bytes(p.kv_dtype));
+    const int64_t widest = std::max({m.hidden * 4, (m.heads / t + 2 * kv) * m.head_dim * 2,
+                                     (m.mlp == MlpKind::kSwiglu ? 3 : 2) * (m.ffn_hidden / t)});
+    add("activations", T * widest * 2);
+    add("logits", head ? p.microbatch_size * (padded_vocab(m, t) / t) * 4 : 0);
+    for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
+    r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
+    if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
+  }
+  return best;
+}
+
+MemoryReport step_memory(const Scenario& s) {
+  return s.plan.inference() ? inference_memory(s) : training_memory(s);
+}
+
+}  // namespace shardsim

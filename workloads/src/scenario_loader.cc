@@ -313,12 +313,56 @@ DType parse_dtype(const std::string& s) {
   return DType::kBf16;
 }
 
-Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, const ClusterSpec& c) {
-  if (j.is_string()) return parse_plan(preset_json("plan", j.get<std::string>(), file, "/plan"), file, m, c);
+DType parse_storage_dtype(const std::string& s) {
+  if (s == "fp8") return DType::kFp8;
+  if (s == "int8") return DType::kInt8;
+  return DType::kBf16;
+}
+
+/// An inference plan: the parallelism of the serving replicas and the shape
+/// of the step (see Plan).
+Plan parse_inference_plan(ObjectReader& r, Phase phase, const ModelSpec& m, const ClusterSpec& c, bool serving) {
+  Plan p;
+  p.phase = phase;
+  p.dp = r.positive_int("dp", 1);
+  p.tp = r.positive_int("tp", 1);
+  p.pp = r.positive_int("pp", 1);
+  p.ep = r.positive_int("ep", 1);
+  p.microbatch_size = r.positive_int("batch", 1);
+  const char* len_key = phase == Phase::kPrefill ? "prompt_tokens" : "context_tokens";
+  // `shardsim serve` sizes each iteration itself: the step shape is optional.
+  p.seq_len = serving ? r.positive_int(len_key, 1) : r.positive_int(len_key);
+  p.global_batch = p.microbatch_size * p.dp;
+  p.weight_dtype = parse_storage_dtype(r.choice("weight_dtype", {"bf16", "fp8", "int8"}, "bf16"));
+  p.kv_dtype = parse_storage_dtype(r.choice("kv_dtype", {"bf16", "fp8", "int8"}, "bf16"));
+  p.cuda_graphs = r.boolean("cuda_graphs", phase == Phase::kDecode);
+  p.matmul_dtype = p.weight_dtype == DType::kFp8 ? DType::kFp8 : DType::kBf16;
+  p.sequence_parallel = false;
+  r.done();
+  if (p.weight_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
+    r.fail("weight_dtype", "chip " + c.chip.name + " has no fp8 matmul; use int8 (weight-only) or bf16");
+  }
+  if (p.microbatch_size > (int64_t{1} << 20)) r.fail("batch", "at most 2^20 sequences per replica are supported");
+  if (p.seq_len > (int64_t{1} << 24)) r.fail(len_key, "at most 2^24 tokens per sequence are supported");
+  if (phase == Phase::kPrefill && p.microbatch_size * p.seq_len > (int64_t{1} << 26)) {
+    r.fail("prompt_tokens", "batch·prompt_tokens exceeds 2^26 tokens per step");
+  }
+  if (const auto issue = check_plan(p, m, c)) {
+    if (issue->field.empty()) r.fail_here(issue->message);
+    r.fail(issue->field, issue->message);
+  }
+  return p;
+}
+
+Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, const ClusterSpec& c, bool serving) {
+  if (j.is_string()) return parse_plan(preset_json("plan", j.get<std::string>(), file, "/plan"), file, m, c, serving);
   ObjectReader r(j, file, "/plan");
   Plan p;
   const std::string phase = r.choice("phase", {"train", "prefill", "decode"}, "train");
-  if (phase != "train") r.fail("phase", "inference phases are not supported yet; use \"train\"");
+  if (phase != "train") {
+    return parse_inference_plan(r, phase == "prefill" ? Phase::kPrefill : Phase::kDecode, m, c, serving);
+  }
+  if (serving) r.fail("phase", "a scenario with a \"serving\" object needs an inference plan (\"phase\": \"decode\")");
   p.dp = r.positive_int("dp", 1);
   p.tp = r.positive_int("tp", 1);
   p.pp = r.positive_int("pp", 1);
@@ -373,94 +417,9 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   }
   r.done();
 
-  // Cross-field checks.
-  auto s = [](int64_t x) { return std::to_string(x); };
-  if (p.cp > 1) {
-    if (p.seq_len % (2 * p.cp) != 0) {
-      r.fail("cp", "cp (" + s(p.cp) + ") needs seq_len (" + s(p.seq_len) +
-                       ") to split into 2·cp equal chunks (load-balanced causal ring attention)");
-    }
-    if (!p.fused_attention) r.fail("cp", "ring attention (cp > 1) needs \"attention\": \"fused\"");
-  }
-  if (p.ep > 1 && !m.is_moe()) r.fail("ep", "expert parallelism needs a mixture-of-experts model; use ep = 1");
-  if (p.fsdp_bucket_params > 0 && p.zero != 3) r.fail("fsdp_bucket_params", "needs zero 3");
-  if (p.fsdp_bucket_params > 0 && p.fsdp_bucket_params < 1'000'000) {
-    r.fail("fsdp_bucket_params", "at least 1,000,000 parameters per bucket are supported");
-  }
-  if (p.fsdp_shard_size > 0) {
-    if (p.zero != 3) r.fail("fsdp_shard_size", "hybrid FSDP needs zero 3");
-    if (p.dp % p.fsdp_shard_size != 0) {
-      r.fail("fsdp_shard_size", "fsdp_shard_size (" + s(p.fsdp_shard_size) + ") must divide dp (" + s(p.dp) + ")");
-    }
-    if (p.ep > 1) r.fail("fsdp_shard_size", "hybrid FSDP with expert parallelism is not supported yet");
-  }
-  if (p.dp % p.ep != 0)
-    r.fail("ep", "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks");
-  if (m.is_moe() && m.moe.experts % p.ep != 0) {
-    r.fail("ep", "ep (" + s(p.ep) + ") must divide the " + s(m.moe.experts) + " experts");
-  }
-  if (m.is_moe() && p.tp > 1 && !p.sequence_parallel) {
-    r.fail("sequence_parallel",
-           "a mixture of experts with tp > 1 needs sequence_parallel: each tp rank routes its own tokens");
-  }
-  if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
-    r.fail("matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak");
-  }
-  if (m.heads % p.tp != 0) r.fail("tp", "tp (" + s(p.tp) + ") must divide heads (" + s(m.heads) + ")");
-  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
-    r.fail("tp", "tp (" + s(p.tp) + ") and kv_heads (" + s(m.kv_heads) + ") must divide one another");
-  }
-  if (m.ffn_hidden % p.tp != 0) r.fail("tp", "tp (" + s(p.tp) + ") must divide ffn_hidden (" + s(m.ffn_hidden) + ")");
-  if (p.sequence_parallel && (p.seq_len / p.cp) % p.tp != 0) {
-    r.fail("seq_len", "with sequence_parallel, tp (" + s(p.tp) + ") must divide the tokens per cp rank (" +
-                          s(p.seq_len / p.cp) + ")");
-  }
-  __int128 prod = static_cast<__int128>(p.dp) * p.tp * p.pp * p.cp;
-  if (prod != c.devices) {
-    const std::string got =
-        prod > kMaxDevices ? std::string("more than ") + s(kMaxDevices) : s(static_cast<int64_t>(prod));
-    r.fail_here("dp·tp·pp·cp = " + got + " but the cluster has " + s(c.devices) + " devices");
-  }
-  if (p.pp > 1024) r.fail("pp", "at most 1024 pipeline stages are supported");
-  if (p.schedule == PipelineSchedule::kOneFOneB && p.virtual_stages > 1) {
-    r.fail("virtual_stages", "virtual_stages > 1 needs schedule \"interleaved\" (or \"gpipe\")");
-  }
-  if (p.layers_per_stage.empty()) {
-    if (p.pp * p.virtual_stages > m.layers) {
-      r.fail("virtual_stages",
-             "pp·virtual_stages (" + s(p.pp * p.virtual_stages) + ") exceeds the " + s(m.layers) + " layers");
-    }
-  } else {
-    if (static_cast<int64_t>(p.layers_per_stage.size()) != p.pp * p.virtual_stages) {
-      r.fail("layers_per_stage", "expected pp·virtual_stages = " + s(p.pp * p.virtual_stages) + " entries, got " +
-                                     s(static_cast<int64_t>(p.layers_per_stage.size())));
-    }
-    int64_t sum = 0;
-    for (int64_t x : p.layers_per_stage) sum += x;
-    if (sum != m.layers) {
-      r.fail("layers_per_stage", "the entries sum to " + s(sum) + " but the model has " + s(m.layers) + " layers");
-    }
-  }
-  if (p.global_batch % (p.dp * p.microbatch_size) != 0) {
-    r.fail("global_batch", "global_batch (" + s(p.global_batch) + ") must be a multiple of dp·microbatch_size (" +
-                               s(p.dp * p.microbatch_size) + ")");
-  }
-  if (p.schedule == PipelineSchedule::kInterleaved && p.pp > 1 && p.microbatches() % p.pp != 0) {
-    r.fail("global_batch", "the interleaved schedule needs the microbatches per replica (" + s(p.microbatches()) +
-                               ") to be a multiple of pp (" + s(p.pp) + ")");
-  }
-  const __int128 tokens = static_cast<__int128>(p.global_batch) * p.seq_len;
-  if (tokens > (static_cast<__int128>(1) << 50)) r.fail("global_batch", "global_batch·seq_len exceeds 2^50 tokens");
-  if (p.seq_len > (int64_t{1} << 24)) r.fail("seq_len", "at most 2^24 (16,777,216) tokens per sequence are supported");
-  if (p.microbatch_size > (int64_t{1} << 24) || p.microbatch_size * p.seq_len > (int64_t{1} << 26)) {
-    r.fail("microbatch_size", "microbatch_size·seq_len exceeds 2^26 tokens per microbatch");
-  }
-  const __int128 ops = static_cast<__int128>(c.devices) * p.microbatches() * m.layers *
-                       (p.recompute == Recompute::kFull ? 60 : 40) / p.pp;
-  if (ops > kMaxOpsEstimate) {
-    r.fail_here("the step would have about " + s(static_cast<int64_t>(std::min<__int128>(ops, INT64_MAX))) +
-                " device-ops, more than the supported " + s(kMaxOpsEstimate) +
-                "; use a larger microbatch_size or fewer devices");
+  if (const auto issue = check_plan(p, m, c)) {
+    if (issue->field.empty()) r.fail_here(issue->message);
+    r.fail(issue->field, issue->message);
   }
   return p;
 }
@@ -478,6 +437,89 @@ Published parse_published(const Json& j, const std::string& file) {
   return pub;
 }
 
+SimulatorSpec parse_simulator(const Json& j, const std::string& file) {
+  if (!j.is_object()) throw InputError(file, "/simulator", "expected an object, got " + detail::describe(j));
+  ObjectReader r(j, file, "/simulator");
+  SimulatorSpec s;
+  s.backend = r.choice("backend", {"native", "simgrid"}, "native") == "simgrid" ? SimulatorSpec::Backend::kSimgrid
+                                                                                : SimulatorSpec::Backend::kNative;
+  s.simgrid_model = r.choice("simgrid_network_model", {"CM02", "LV08"}, "CM02") == "LV08"
+                        ? SimulatorSpec::SimgridModel::kLv08
+                        : SimulatorSpec::SimgridModel::kCm02;
+  r.done();
+  return s;
+}
+
+LengthDistribution parse_length(const Json& j, const std::string& file, const std::string& ptr) {
+  LengthDistribution d;
+  if (j.is_number_integer()) {
+    const int64_t v = j.get<int64_t>();
+    if (v < 1 || v > (int64_t{1} << 20)) {
+      throw InputError(file, ptr, "expected a token count from 1 to 1048576, got " + detail::describe(j));
+    }
+    d.mean = static_cast<double>(v);
+    d.min = d.max = v;
+    return d;
+  }
+  if (!j.is_object()) {
+    throw InputError(
+        file, ptr,
+        "expected a token count or {\"dist\": \"fixed|uniform|lognormal\", ...}, got " + detail::describe(j));
+  }
+  ObjectReader r(j, file, ptr);
+  const std::string kind = r.choice("dist", {"fixed", "uniform", "lognormal"}, "fixed");
+  d.kind = kind == "uniform"     ? LengthDistribution::Kind::kUniform
+           : kind == "lognormal" ? LengthDistribution::Kind::kLognormal
+                                 : LengthDistribution::Kind::kFixed;
+  constexpr int64_t kMaxLen = int64_t{1} << 20;
+  if (d.kind == LengthDistribution::Kind::kFixed) {
+    d.min = d.max = r.int_in("tokens", 1, kMaxLen, 1);
+    d.mean = static_cast<double>(d.min);
+  } else {
+    d.min = r.int_in("min", 1, kMaxLen, 1);
+    d.max = r.int_in("max", 1, kMaxLen, kMaxLen);
+    if (d.max < d.min) r.fail("max", "max must be at least min");
+    d.mean = d.kind == LengthDistribution::Kind::kUniform
+                 ? (static_cast<double>(d.min) + static_cast<double>(d.max)) / 2
+                 : r.number_in("mean", 1, static_cast<double>(kMaxLen), 512);
+    if (d.kind == LengthDistribution::Kind::kLognormal) d.sigma = r.number_in("sigma", 0, 4, 0.5);
+  }
+  r.done();
+  return d;
+}
+
+ServingSpec parse_serving(const Json& j, const std::string& file, const Plan& plan) {
+  if (!j.is_object()) throw InputError(file, "/serving", "expected an object, got " + detail::describe(j));
+  ObjectReader r(j, file, "/serving");
+  ServingSpec s;
+  s.present = true;
+  s.trace_file = r.string("trace_file", "");
+  if (s.trace_file.empty()) {
+    s.requests = r.int_in("requests", 1, 1'000'000, 1000);
+    s.rate_per_s = r.number_in("rate_per_s", 1e-6, 1e9, 1.0);
+    s.seed = static_cast<uint64_t>(r.int_in("seed", 0, INT64_MAX, 1));
+    s.prompt =
+        parse_length(r.has("prompt_tokens") ? r.raw("prompt_tokens") : Json(512), file, "/serving/prompt_tokens");
+    s.output =
+        parse_length(r.has("output_tokens") ? r.raw("output_tokens") : Json(128), file, "/serving/output_tokens");
+  }
+  s.max_batch = r.int_in("max_batch", 1, 1 << 20, 256);
+  s.max_batched_tokens = r.int_in("max_batched_tokens", 1, 1 << 24, 8192);
+  s.block_tokens = r.int_in("block_tokens", 1, 1 << 16, 16);
+  s.kv_memory_fraction = r.number_in("kv_memory_fraction", 0.01, 1.0, 0.9);
+  s.chunked_prefill = r.boolean("chunked_prefill", false);
+  s.prefill_replicas = r.int_in("prefill_replicas", 0, 1 << 20, 0);
+  r.done();
+  if (s.prefill_replicas > 0 && s.prefill_replicas >= plan.dp) {
+    r.fail("prefill_replicas", "disaggregation needs fewer prefill replicas (" + std::to_string(s.prefill_replicas) +
+                                   ") than plan.dp (" + std::to_string(plan.dp) + ") so some replicas decode");
+  }
+  if (s.prefill_replicas > 0 && s.chunked_prefill) {
+    r.fail("chunked_prefill", "chunked prefill mixes prefill and decode on one replica; disaggregation separates them");
+  }
+  return s;
+}
+
 Json load_root(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
   Json root = detail::parse_json_text(text, name);
   if (!root.is_object()) throw InputError(name, "/", "expected a scenario object with model, cluster and plan");
@@ -487,6 +529,106 @@ Json load_root(const std::string& text, const std::string& name, const std::vect
 
 }  // namespace
 
+std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const ClusterSpec& c) {
+  auto s = [](int64_t x) { return std::to_string(x); };
+  if (p.cp > 1) {
+    if (p.seq_len % (2 * p.cp) != 0) {
+      return PlanIssue{"cp", "cp (" + s(p.cp) + ") needs seq_len (" + s(p.seq_len) +
+                                 ") to split into 2·cp equal chunks (load-balanced causal ring attention)"};
+    }
+    if (!p.fused_attention) return PlanIssue{"cp", "ring attention (cp > 1) needs \"attention\": \"fused\""};
+  }
+  if (p.ep > 1 && !m.is_moe())
+    return PlanIssue{"ep", "expert parallelism needs a mixture-of-experts model; use ep = 1"};
+  if (p.fsdp_bucket_params > 0 && p.zero != 3) return PlanIssue{"fsdp_bucket_params", "needs zero 3"};
+  if (p.fsdp_bucket_params > 0 && p.fsdp_bucket_params < 1'000'000) {
+    return PlanIssue{"fsdp_bucket_params", "at least 1,000,000 parameters per bucket are supported"};
+  }
+  if (p.fsdp_shard_size > 0) {
+    if (p.zero != 3) return PlanIssue{"fsdp_shard_size", "hybrid FSDP needs zero 3"};
+    if (p.dp % p.fsdp_shard_size != 0) {
+      return PlanIssue{"fsdp_shard_size",
+                       "fsdp_shard_size (" + s(p.fsdp_shard_size) + ") must divide dp (" + s(p.dp) + ")"};
+    }
+    if (p.ep > 1) return PlanIssue{"fsdp_shard_size", "hybrid FSDP with expert parallelism is not supported yet"};
+  }
+  if (p.dp % p.ep != 0)
+    return PlanIssue{"ep",
+                     "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks"};
+  if (m.is_moe() && m.moe.experts % p.ep != 0) {
+    return PlanIssue{"ep", "ep (" + s(p.ep) + ") must divide the " + s(m.moe.experts) + " experts"};
+  }
+  if (m.is_moe() && p.tp > 1 && !p.sequence_parallel && !p.inference()) {
+    return PlanIssue{"sequence_parallel",
+                     "a mixture of experts with tp > 1 needs sequence_parallel: each tp rank routes its own tokens"};
+  }
+  if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
+    return PlanIssue{"matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak"};
+  }
+  if (m.heads % p.tp != 0) return PlanIssue{"tp", "tp (" + s(p.tp) + ") must divide heads (" + s(m.heads) + ")"};
+  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
+    return PlanIssue{"tp", "tp (" + s(p.tp) + ") and kv_heads (" + s(m.kv_heads) + ") must divide one another"};
+  }
+  if (m.ffn_hidden % p.tp != 0)
+    return PlanIssue{"tp", "tp (" + s(p.tp) + ") must divide ffn_hidden (" + s(m.ffn_hidden) + ")"};
+  if (p.sequence_parallel && (p.seq_len / p.cp) % p.tp != 0) {
+    return PlanIssue{"seq_len", "with sequence_parallel, tp (" + s(p.tp) + ") must divide the tokens per cp rank (" +
+                                    s(p.seq_len / p.cp) + ")"};
+  }
+  __int128 prod = static_cast<__int128>(p.dp) * p.tp * p.pp * p.cp;
+  if (prod != c.devices) {
+    const std::string got =
+        prod > kMaxDevices ? std::string("more than ") + s(kMaxDevices) : s(static_cast<int64_t>(prod));
+    return PlanIssue{"", "dp·tp·pp·cp = " + got + " but the cluster has " + s(c.devices) + " devices"};
+  }
+  if (p.pp > 1024) return PlanIssue{"pp", "at most 1024 pipeline stages are supported"};
+  if (p.schedule == PipelineSchedule::kOneFOneB && p.virtual_stages > 1) {
+    return PlanIssue{"virtual_stages", "virtual_stages > 1 needs schedule \"interleaved\" (or \"gpipe\")"};
+  }
+  if (p.layers_per_stage.empty()) {
+    if (p.pp * p.virtual_stages > m.layers) {
+      return PlanIssue{"virtual_stages",
+                       "pp·virtual_stages (" + s(p.pp * p.virtual_stages) + ") exceeds the " + s(m.layers) + " layers"};
+    }
+  } else {
+    if (static_cast<int64_t>(p.layers_per_stage.size()) != p.pp * p.virtual_stages) {
+      return PlanIssue{"layers_per_stage", "expected pp·virtual_stages = " + s(p.pp * p.virtual_stages) +
+                                               " entries, got " + s(static_cast<int64_t>(p.layers_per_stage.size()))};
+    }
+    int64_t sum = 0;
+    for (int64_t x : p.layers_per_stage) sum += x;
+    if (sum != m.layers) {
+      return PlanIssue{"layers_per_stage",
+                       "the entries sum to " + s(sum) + " but the model has " + s(m.layers) + " layers"};
+    }
+  }
+  if (p.global_batch % (p.dp * p.microbatch_size) != 0) {
+    return PlanIssue{"global_batch", "global_batch (" + s(p.global_batch) +
+                                         ") must be a multiple of dp·microbatch_size (" + s(p.dp * p.microbatch_size) +
+                                         ")"};
+  }
+  if (p.schedule == PipelineSchedule::kInterleaved && p.pp > 1 && p.microbatches() % p.pp != 0) {
+    return PlanIssue{"global_batch", "the interleaved schedule needs the microbatches per replica (" +
+                                         s(p.microbatches()) + ") to be a multiple of pp (" + s(p.pp) + ")"};
+  }
+  const __int128 tokens = static_cast<__int128>(p.global_batch) * p.seq_len;
+  if (tokens > (static_cast<__int128>(1) << 50))
+    return PlanIssue{"global_batch", "global_batch·seq_len exceeds 2^50 tokens"};
+  if (p.seq_len > (int64_t{1} << 24))
+    return PlanIssue{"seq_len", "at most 2^24 (16,777,216) tokens per sequence are supported"};
+  if (p.microbatch_size > (int64_t{1} << 24) || p.microbatch_size * p.seq_len > (int64_t{1} << 26)) {
+    return PlanIssue{"microbatch_size", "microbatch_size·seq_len exceeds 2^26 tokens per microbatch"};
+  }
+  const __int128 ops = static_cast<__int128>(c.devices) * p.microbatches() * m.layers *
+                       (p.recompute == Recompute::kFull ? 60 : 40) / p.pp;
+  if (ops > kMaxOpsEstimate) {
+    return PlanIssue{"", "the step would have about " + s(static_cast<int64_t>(std::min<__int128>(ops, INT64_MAX))) +
+                             " device-ops, more than the supported " + s(kMaxOpsEstimate) +
+                             "; use a larger microbatch_size or fewer devices"};
+  }
+  return std::nullopt;
+}
+
 Scenario parse_scenario(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
   Json root = load_root(text, name, overrides);
   ObjectReader r(root, name, "");
@@ -494,9 +636,12 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   sc.file = name;
   sc.model = parse_model(r.raw("model"), name);
   sc.cluster = parse_cluster(r.raw("cluster"), name);
-  sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster);
+  const bool serving = r.has("serving");
+  sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster, serving);
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
+  if (r.has("simulator")) sc.simulator = parse_simulator(r.raw("simulator"), name);
+  if (serving) sc.serving = parse_serving(r.raw("serving"), name, sc.plan);
   r.done();
   // Stamp: FNV-1a 64 of the scenario as simulated (overrides applied, keys
   // sorted by nlohmann's std::map), so a result names what produced it.
@@ -508,6 +653,10 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   sc.config_hash = hex;
   return sc;
+}
+
+std::string render_scenario(const std::string& file, const std::vector<Override>& overrides) {
+  return load_root(read_file(file), file, overrides).dump(2) + "\n";
 }
 
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides) {

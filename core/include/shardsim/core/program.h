@@ -77,6 +77,8 @@ struct Op {
   /// by order on its (sender, receiver, forward-or-not) channel.
   int8_t peer = 0;
   MeshAxis peer_axis = MeshAxis::kPp;
+  /// Launched as part of a captured CUDA graph: no per-op launch overhead.
+  bool graphed = false;
 };
 
 /// An immutable per-device program. Dependencies and successors are stored as

@@ -59,6 +59,10 @@ struct EngineResult {
 EngineResult simulate(const ProgramSet& programs, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
                       const EngineOptions& options);
 
+/// A one-stage program of a single collective of `kind` and `size` over the
+/// `axes` group (for timing a collective alone).
+ProgramSet lone_collective_program(CollectiveKind kind, Bytes size, uint8_t axes);
+
 /// One collective of `kind` and `size` over the `axes` group that holds
 /// device 0, alone on the fabric (or, with all_groups, every such group at
 /// once). Its step_time is the collective's time.

@@ -44,6 +44,28 @@ ChunkLayout chunk_layout(const ModelSpec& m, const Plan& p);
 /// FSDP per-unit all-gathers and reduce-scatters; then the optimizer.
 ProgramSet lower_training_step(const Scenario& s);
 
+/// What one iteration of a serving engine processes (vLLM's scheduler
+/// mixes prefill chunks and decodes in one forward pass).
+struct IterationShape {
+  int64_t prefill_tokens = 0;      ///< prompt tokens processed, all sequences
+  int64_t prefill_pairs = 0;       ///< causal query-key pairs of those tokens
+  int64_t prefill_completing = 0;  ///< prompts whose last token is in this iteration (they need logits)
+  int64_t decode_sequences = 0;    ///< sequences generating one token
+  int64_t decode_context = 0;      ///< tokens already cached, summed over those sequences
+};
+/// The iteration a prefill or decode plan describes (uniform batch).
+IterationShape plan_iteration(const Plan& p);
+/// The Programs of one serving iteration of shape `shape` on the plan's
+/// replica (tp, pp, ep, weight and KV dtypes of s.plan).
+ProgramSet lower_iteration(const Scenario& s, const IterationShape& shape);
+
+/// The Programs of one inference step (plan.phase prefill or decode), one
+/// per pipeline stage of a serving replica (see lower_inference.cc).
+ProgramSet lower_inference_step(const Scenario& s);
+
+/// lower_training_step or lower_inference_step, by the plan's phase.
+ProgramSet lower_step(const Scenario& s);
+
 /// FLOPs of a training step summed over all devices, by the closed form (see
 /// flops.cc): 6·N_matmul·tokens + 6·L·heads·head_dim·(s+1)·tokens (causal
 /// attention: s(s+1)/2 query-key pairs per sequence).

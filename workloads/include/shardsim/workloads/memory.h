@@ -10,6 +10,11 @@ namespace shardsim {
 /// flight, logits and communication buffers on the pipeline stage whose
 /// total is largest (see memory.cc for the formulas and their sources).
 MemoryReport training_memory(const Scenario& s);
+/// Weights, KV cache, activations and logits of an inference step (see
+/// memory.cc).
+MemoryReport inference_memory(const Scenario& s);
+/// training_memory or inference_memory, by the plan's phase.
+MemoryReport step_memory(const Scenario& s);
 
 /// Bytes of activations one layer keeps for its backward, per microbatch, on
 /// one device, for the plan's recomputation mode (`moe_layer`: a

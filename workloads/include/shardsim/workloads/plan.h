@@ -13,8 +13,12 @@
 namespace shardsim {
 
 enum class Recompute : uint8_t { kNone, kSelective, kFull };
+/// What one step does: a training step, or an inference prefill (a batch of
+/// prompts) or decode step (one new token for each sequence of a batch).
+enum class Phase : uint8_t { kTrain, kPrefill, kDecode };
 
 struct Plan {
+  Phase phase = Phase::kTrain;
   int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
   /// 0: data parallel with all-reduced gradients; 1: optimizer state sharded
   /// over dp; 2: gradients too; 3: parameters too (FSDP).
@@ -48,6 +52,18 @@ struct Plan {
   DType grad_reduce_dtype = DType::kFp32;
   DType matmul_dtype = DType::kBf16;
   std::array<MeshAxis, kNumMeshAxes> mesh_order{MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp};
+  // Inference (phase prefill or decode). Each of the dp replicas serves its
+  // own batch of microbatch_size sequences; seq_len is the prompt length
+  // (prefill) or the tokens already in each sequence's KV cache (decode).
+  /// Weights as stored: bf16, fp8 (fp8 matmuls where the chip has them) or
+  /// int8 (weight-only quantisation: read as 1 byte, multiplied in bf16).
+  DType weight_dtype = DType::kBf16;
+  DType kv_dtype = DType::kBf16;  ///< KV cache elements: bf16, fp8 or int8
+  /// Decode kernels replayed as a CUDA graph (vLLM's default): no per-op
+  /// launch overhead.
+  bool cuda_graphs = true;
+
+  bool inference() const { return phase != Phase::kTrain; }
 
   int64_t microbatches() const { return global_batch / (dp * microbatch_size); }
   int64_t chunks() const { return pp * virtual_stages; }

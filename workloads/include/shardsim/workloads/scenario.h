@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,55 @@ struct Published {
   std::string assumptions;
 };
 
+/// How a scenario is simulated (its optional "simulator" object).
+struct SimulatorSpec {
+  enum class Backend : uint8_t { kNative, kSimgrid };
+  /// SimGrid's network model: CM02 with no cross-traffic and no TCP window
+  /// (a lone transfer takes size / bandwidth, as in the native model), or
+  /// LV08, SimGrid's TCP model calibrated against packet-level simulation
+  /// (latency x13.01, bandwidth x0.97, 5% reverse traffic, RTT-weighted
+  /// sharing, TCP window cap).
+  enum class SimgridModel : uint8_t { kCm02, kLv08 };
+  Backend backend = Backend::kNative;
+  SimgridModel simgrid_model = SimgridModel::kCm02;
+};
+
+/// A distribution of token counts: fixed, uniform on [min, max], or
+/// lognormal with the given mean and sigma (of the underlying normal),
+/// clamped to [min, max].
+struct LengthDistribution {
+  enum class Kind : uint8_t { kFixed, kUniform, kLognormal };
+  Kind kind = Kind::kFixed;
+  double mean = 1;
+  int64_t min = 1, max = 1;
+  double sigma = 0.5;
+};
+
+/// The "serving" object: the request stream and the scheduler of
+/// `shardsim serve` (see workloads/serving.h).
+struct ServingSpec {
+  bool present = false;
+  int64_t requests = 1000;
+  double rate_per_s = 1;     ///< Poisson arrival rate, all replicas together
+  uint64_t seed = 1;
+  LengthDistribution prompt, output;
+  std::string trace_file;    ///< JSON array of {arrival_s, prompt_tokens, output_tokens}; replaces the generator
+  int64_t max_batch = 256;            ///< sequences per iteration (vLLM max_num_seqs)
+  int64_t max_batched_tokens = 8192;  ///< tokens per iteration (vLLM max_num_batched_tokens)
+  int64_t block_tokens = 16;          ///< tokens per KV block (vLLM block_size)
+  double kv_memory_fraction = 0.9;    ///< of HBM usable for weights + KV (vLLM gpu_memory_utilization)
+  bool chunked_prefill = false;
+  int64_t prefill_replicas = 0;  ///< > 0: disaggregated, this many of plan.dp replicas only prefill
+};
+
 struct Scenario {
   std::string file;  ///< where it came from, for messages
   ModelSpec model;
   ClusterSpec cluster;
   Plan plan;
   Published published;
+  SimulatorSpec simulator;
+  ServingSpec serving;
   std::string config_hash;  ///< hash of the scenario JSON as simulated (overrides applied)
 };
 
@@ -51,9 +95,22 @@ struct Override {
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides = {});
 /// Same, from JSON text (`name` is used in messages).
 Scenario parse_scenario(const std::string& text, const std::string& name, const std::vector<Override>& overrides = {});
+/// The scenario file's JSON with `overrides` applied, pretty-printed (for
+/// writing a scenario a search found). Throws InputError like load_scenario.
+std::string render_scenario(const std::string& file, const std::vector<Override>& overrides);
 /// A cluster alone (a cluster preset name or a cluster JSON file), for
 /// `shardsim collective`.
 ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides = {});
+
+/// Why a plan cannot run on its model and cluster: the plan field to blame
+/// ("" for the plan as a whole) and a one-line reason.
+struct PlanIssue {
+  std::string field;
+  std::string message;
+};
+/// The cross-field checks of a plan (divisibility, device count, schedule,
+/// size caps): the loader's, shared with the plan search.
+std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const ClusterSpec& c);
 
 std::unique_ptr<Topology> build_topology(const ClusterSpec& c);
 Mesh build_mesh(const Plan& p);

@@ -1,0 +1,39 @@
+// shardsim report: one self-contained HTML page about a scenario's step.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "report_writer.h"
+
+namespace shardsim::cli {
+
+int cmd_report(const std::vector<std::string>& args) {
+  std::string file, out;
+  std::vector<Override> sets;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--out") {
+      out = take_value(args, i);
+    } else if (a == "--set") {
+      sets.push_back(parse_set(take_value(args, i)));
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError("report: unknown option " + a);
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      throw UsageError("report: one scenario file expected, got a second: " + a);
+    }
+  }
+  if (file.empty()) throw UsageError("report: expected a scenario file (shardsim --help)");
+  if (out.empty()) throw UsageError("report: expected --out FILE.html");
+  const Scenario s = load_scenario(file, sets);
+  write_step_report(
+      s, out,
+      "shardsim report: " + s.model.name + " on " + std::to_string(s.cluster.devices) + " x " + s.cluster.chip.name);
+  std::printf("report written to %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace shardsim::cli

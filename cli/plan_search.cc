@@ -1,0 +1,270 @@
+#include "plan_search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <thread>
+
+#include "shardsim/core/error.h"
+#include "shardsim/sim/compute_model.h"
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/memory.h"
+#include "step_runner.h"
+
+namespace shardsim {
+namespace {
+
+constexpr size_t kWave = 4;                 // plans simulated per wave (fixed: keeps results independent of jobs)
+constexpr int64_t kShortcutDevices = 2048;  // as `simulate`: one data-parallel replica above this
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double objective_of(SearchObjective o, const StepReport& r, int64_t devices) {
+  switch (o) {
+    case SearchObjective::kMfu:
+      return -r.mfu;
+    case SearchObjective::kCost:
+      return r.step_time_s * static_cast<double>(devices);
+    case SearchObjective::kStepTime:
+      break;
+  }
+  return r.step_time_s;
+}
+
+/// The objective's best possible value for a plan whose step takes at least
+/// `bound_s` (MFU is model FLOPs over time: bounded by the same time).
+double objective_bound(SearchObjective o, double bound_s, double model_flops, const ChipSpec& chip, int64_t devices) {
+  switch (o) {
+    case SearchObjective::kMfu:
+      return -(model_flops / (bound_s * static_cast<double>(devices) * chip.bf16_peak.value()));
+    case SearchObjective::kCost:
+      return bound_s * static_cast<double>(devices);
+    case SearchObjective::kStepTime:
+      break;
+  }
+  return bound_s;
+}
+
+bool same_plan(const Plan& a, const Plan& b) {
+  return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.cp == b.cp && a.ep == b.ep && a.zero == b.zero &&
+         a.microbatch_size == b.microbatch_size && a.recompute == b.recompute && a.virtual_stages == b.virtual_stages &&
+         a.schedule == b.schedule && a.sequence_parallel == b.sequence_parallel &&
+         a.layers_per_stage == b.layers_per_stage && a.fsdp_shard_size == b.fsdp_shard_size &&
+         a.fsdp_bucket_params == b.fsdp_bucket_params && a.mesh_order == b.mesh_order;
+}
+
+/// Tier 2: the busiest stage's compute ops at their roofline durations, as
+/// the engine times them. A device's compute stream runs one op at a time,
+/// so no step is shorter.
+double compute_sum_bound_s(const Scenario& base, const Plan& plan, int64_t devices) {
+  Scenario s = base;
+  s.plan = plan;
+  s.cluster.devices = devices;
+  const ProgramSet programs = lower_training_step(s);
+  int64_t most = 0;
+  for (const Program& p : programs.stages) {
+    int64_t ps = 0;
+    for (const Op& o : p.ops()) {
+      if (o.kind == OpKind::kCompute) ps += compute_time(o, s.cluster.chip).ps();
+    }
+    most = std::max(most, ps);
+  }
+  return SimTime::from_ps(most).seconds();
+}
+
+StepReport simulate_plan(const Scenario& base, const Plan& plan, int64_t devices) {
+  Scenario s = base;
+  s.plan = plan;
+  s.cluster.devices = devices;
+  const bool shortcut = devices > kShortcutDevices && plan.dp > 1;
+  return run_training_step(s, {}, shortcut).report;
+}
+
+}  // namespace
+
+SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& device_counts,
+                          const SearchOptions& options) {
+  SearchResult result;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<PlanCandidate> cands = enumerate_plans(base, device_counts, result.counts);
+  result.candidates = static_cast<int64_t>(cands.size());
+  result.enumerate_wall_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  const double model_flops = closed_form_model_flops(base.model, base.plan);
+
+  double best = std::numeric_limits<double>::infinity();
+  auto add_row = [&](const Plan& plan, int64_t devices, StepReport report, double lb, double est, bool own) {
+    SearchRow row{plan, devices, std::move(report), lb, est, own, 0};
+    row.objective = objective_of(options.objective, row.report, devices);
+    best = std::min(best, row.objective);
+    result.rows.push_back(std::move(row));
+  };
+
+  // The scenario's own plan first, when it is valid and fits: the search
+  // then never returns anything worse than what the user started from.
+  int64_t own_index = -1;
+  if (!check_plan(base.plan, base.model, base.cluster) && training_memory(base).fits) {
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (cands[i].devices == base.cluster.devices && same_plan(cands[i].plan, base.plan)) {
+        own_index = static_cast<int64_t>(i);
+      }
+    }
+    if (options.max_simulations > 0) {
+      add_row(base.plan, base.cluster.devices, simulate_plan(base, base.plan, base.cluster.devices),
+              step_time_lower_bound_s(base), step_time_estimate_s(base), true);
+    }
+  }
+
+  // Simulation order: by estimate (objective), ties by enumeration order.
+  std::vector<size_t> order(cands.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto est_obj = [&](const PlanCandidate& c) {
+    return objective_bound(options.objective, c.estimate_s, model_flops, base.cluster.chip, c.devices);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return est_obj(cands[a]) < est_obj(cands[b]); });
+
+  const int jobs = options.jobs > 0 ? options.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  size_t next = 0;
+  int64_t tier2 = 0;
+  while (next < order.size()) {
+    // The next wave: candidates whose bound can still beat the best.
+    std::vector<size_t> wave;
+    while (next < order.size() && wave.size() < kWave) {
+      const size_t i = order[next];
+      PlanCandidate& c = cands[i];
+      if (static_cast<int64_t>(i) == own_index) {
+        ++next;
+        continue;  // simulated already
+      }
+      if (objective_bound(options.objective, c.lower_bound_s, model_flops, base.cluster.chip, c.devices) >= best) {
+        ++result.pruned_by_bound;
+        ++next;
+        continue;
+      }
+      if (static_cast<int64_t>(result.rows.size() + wave.size()) >= options.max_simulations) break;
+      // Tier 2 lowers the plan: worth it only while it is cheap next to the
+      // simulations (at most 16 lowerings per simulation of the budget).
+      if (tier2 >= 16 * options.max_simulations) {
+        wave.push_back(i);
+        ++next;
+        continue;
+      }
+      ++tier2;
+      c.lower_bound_s = std::max(c.lower_bound_s, compute_sum_bound_s(base, c.plan, c.devices));
+      ++next;
+      if (objective_bound(options.objective, c.lower_bound_s, model_flops, base.cluster.chip, c.devices) >= best) {
+        ++result.pruned_by_compute;
+        continue;
+      }
+      wave.push_back(i);
+    }
+    if (wave.empty()) break;
+    std::vector<StepReport> reports(wave.size());
+    std::vector<std::thread> threads;
+    std::atomic<size_t> claim{0};
+    auto work = [&] {
+      for (size_t k = claim++; k < wave.size(); k = claim++) {
+        reports[k] = simulate_plan(base, cands[wave[k]].plan, cands[wave[k]].devices);
+      }
+    };
+    const int n = std::min<int>(jobs, static_cast<int>(wave.size()));
+    for (int t = 1; t < n; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    for (size_t k = 0; k < wave.size(); ++k) {
+      const PlanCandidate& c = cands[wave[k]];
+      add_row(c.plan, c.devices, std::move(reports[k]), c.lower_bound_s, c.estimate_s, false);
+    }
+    if (options.progress) {
+      options.progress(static_cast<int64_t>(result.rows.size()), options.max_simulations, seconds_since(t1));
+    }
+  }
+  // Whatever is left was neither simulated nor pruned: the budget ran out.
+  for (; next < order.size(); ++next) {
+    const size_t i = order[next];
+    if (static_cast<int64_t>(i) == own_index) continue;
+    const PlanCandidate& c = cands[i];
+    if (objective_bound(options.objective, c.lower_bound_s, model_flops, base.cluster.chip, c.devices) >= best) {
+      ++result.pruned_by_bound;
+    } else {
+      ++result.left_by_budget;
+    }
+  }
+  result.simulate_wall_s = seconds_since(t1);
+  // Best first; equal objectives keep simulation order (deterministic).
+  std::stable_sort(result.rows.begin(), result.rows.end(),
+                   [](const SearchRow& a, const SearchRow& b) { return a.objective < b.objective; });
+  return result;
+}
+
+}  // namespace shardsim
+
+namespace shardsim {
+
+ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimits& limits, int jobs) {
+  ServingSearchResult res;
+  const int64_t n = base.cluster.devices;
+  const int64_t tp_limit = base.cluster.fabric == FabricKind::kTorus ? 16 : base.cluster.fat_tree.gpus_per_node;
+  std::vector<Plan> plans;
+  for (int64_t tp = 1; tp <= tp_limit && n % tp == 0; tp *= 2) {
+    for (int64_t pp = 1; pp <= 8 && (n / tp) % pp == 0 && pp <= base.model.layers; pp *= 2) {
+      const int64_t dp = n / (tp * pp);
+      for (int64_t ep = 1; ep <= dp; ep *= 2) {
+        if (ep > 1 && (!base.model.is_moe() || base.model.moe.experts % ep != 0 || dp % ep != 0)) break;
+        ++res.enumerated;
+        Plan p = base.plan;
+        p.tp = tp;
+        p.pp = pp;
+        p.dp = dp;
+        p.ep = ep;
+        p.global_batch = p.microbatch_size * dp;
+        if (check_plan(p, base.model, base.cluster) ||
+            (base.serving.prefill_replicas > 0 && base.serving.prefill_replicas >= dp / ep)) {
+          ++res.invalid;
+          continue;
+        }
+        plans.push_back(p);
+      }
+    }
+  }
+  std::vector<std::optional<ServeSummary>> out(plans.size());
+  std::atomic<size_t> claim{0};
+  std::atomic<int64_t> over{0};
+  auto work = [&] {
+    for (size_t k = claim++; k < plans.size(); k = claim++) {
+      Scenario s = base;
+      s.plan = plans[k];
+      try {
+        out[k] = run_serving(s);
+      } catch (const InputError&) {
+        ++over;  // the weights leave no room for the KV cache the requests need
+      }
+    }
+  };
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(plans.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  res.over_memory = over;
+  for (size_t k = 0; k < plans.size(); ++k) {
+    if (!out[k]) continue;
+    ServingRow row{plans[k], std::move(*out[k]), true};
+    row.feasible = (limits.max_ttft_p99_s <= 0 || row.summary.ttft_s.p99 <= limits.max_ttft_p99_s) &&
+                   (limits.max_tpot_p99_s <= 0 || row.summary.tpot_s.p99 <= limits.max_tpot_p99_s);
+    res.rows.push_back(std::move(row));
+  }
+  std::stable_sort(res.rows.begin(), res.rows.end(), [](const ServingRow& a, const ServingRow& b) {
+    if (a.feasible != b.feasible) return a.feasible;
+    return a.summary.output_tokens_per_s_per_device > b.summary.output_tokens_per_s_per_device;
+  });
+  return res;
+}
+
+}  // namespace shardsim

@@ -1,0 +1,88 @@
+// The plan search: enumerate the plans of a scenario's model, cluster and
+// batch, drop the invalid and the ones over memory, prune by a lower bound
+// on the step time, and simulate the rest in order of a closed-form
+// estimate, up to a budget of simulations.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shardsim/core/step_report.h"
+#include "shardsim/workloads/plan_space.h"
+#include "shardsim/workloads/scenario.h"
+
+namespace shardsim {
+
+enum class SearchObjective : uint8_t {
+  kStepTime,  ///< shortest step
+  kMfu,       ///< highest model FLOP utilisation (at a fixed device count, the same order as kStepTime)
+  kCost,      ///< fewest device-seconds per step, over device counts N, N/2, N/4, ... (GPU clusters)
+};
+
+struct SearchOptions {
+  SearchObjective objective = SearchObjective::kStepTime;
+  /// Most plans simulated, the scenario's own included.
+  int64_t max_simulations = 12;
+  /// Threads that simulate at once; 0: every core. Results do not depend on it.
+  int jobs = 0;
+  /// Called after each wave of simulations: (simulated, budget, seconds so far).
+  std::function<void(int64_t, int64_t, double)> progress;
+};
+
+struct SearchRow {
+  Plan plan;
+  int64_t devices = 0;
+  StepReport report;
+  double lower_bound_s = 0;
+  double estimate_s = 0;
+  bool from_scenario = false;  ///< the plan the scenario came with
+  double objective = 0;        ///< smaller is better (MFU negated)
+};
+
+struct SearchResult {
+  PlanSpaceCounts counts;
+  int64_t candidates = 0;         ///< valid and within memory
+  int64_t pruned_by_bound = 0;    ///< tier 1: their analytical lower bound cannot beat the best simulated
+  int64_t pruned_by_compute = 0;  ///< tier 2: their lowered compute ops alone cannot beat it
+  int64_t left_by_budget = 0;     ///< neither pruned nor simulated: the best is not proven
+  double enumerate_wall_s = 0;    ///< tier 1: enumeration, checks, memory, bounds
+  double simulate_wall_s = 0;     ///< tier 3: simulations
+  std::vector<SearchRow> rows;    ///< every simulated plan, best first
+};
+
+/// Searches the plans of `base` over `device_counts` (its own count first).
+/// Deterministic: simulations run in waves of four whose pruning decisions
+/// depend only on the waves before, so `jobs` changes the speed, not the
+/// answer.
+SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& device_counts,
+                          const SearchOptions& options);
+
+}  // namespace shardsim
+
+#include "serve_runner.h"
+
+namespace shardsim {
+
+/// Serving search: the replica layouts of an inference scenario with a
+/// serving object — tp (powers of two up to a node, or 16 on tori), pp
+/// (1, 2, 4, 8), ep (MoE: powers of two dividing the experts and the
+/// replicas), dp = devices / (tp·pp) — each served end to end. Weight and
+/// KV dtypes stay the scenario's (they change the model's numerics).
+struct ServingRow {
+  Plan plan;
+  ServeSummary summary;
+  bool feasible = true;  ///< meets the latency limits
+};
+struct ServingSearchResult {
+  int64_t enumerated = 0, invalid = 0, over_memory = 0;
+  std::vector<ServingRow> rows;  ///< feasible first, by output tokens/s per device, best first
+};
+struct ServingLimits {
+  double max_ttft_p99_s = 0;  ///< 0: no limit
+  double max_tpot_p99_s = 0;
+};
+ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimits& limits, int jobs);
+
+}  // namespace shardsim

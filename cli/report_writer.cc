@@ -1,0 +1,44 @@
+#include "report_writer.h"
+
+#include "args.h"
+#include "shardsim/core/atomic_file.h"
+#include "shardsim/workloads/plan_space.h"
+#include "step_runner.h"
+
+namespace shardsim::cli {
+
+std::vector<uint32_t> report_devices(const Scenario& s) {
+  const Mesh mesh = build_mesh(s.plan);
+  std::vector<uint32_t> out = {0};
+  for (int64_t stage = 1; stage < s.plan.pp && out.size() < 4; ++stage) {
+    // Spread the stages drawn over the pipeline: first, last and between.
+    const int64_t want = s.plan.pp <= 4 ? stage : stage * (s.plan.pp - 1) / 3;
+    for (int64_t d = 0; d < mesh.devices(); ++d) {
+      if (mesh.coord(d, MeshAxis::kPp) == want && mesh.coord(d, MeshAxis::kDp) == 0 &&
+          mesh.coord(d, MeshAxis::kTp) == 0 && mesh.coord(d, MeshAxis::kCp) == 0) {
+        out.push_back(static_cast<uint32_t>(d));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+void write_step_report(const Scenario& s, const std::string& out, const std::string& title,
+                       std::vector<ReportPlanPoint> plans) {
+  const bool shortcut = s.cluster.devices > 2048 && s.plan.dp > 1;
+  const StepRun run = run_training_step(s, report_devices(s), shortcut);
+  HtmlReportInput in;
+  in.title = title;
+  in.plan_summary = describe_plan(s.plan);
+  in.step = &run.report;
+  in.programs = &run.programs;
+  in.timeline = &run.timeline;
+  in.peak_flops_per_s = s.cluster.chip.bf16_peak.value();
+  in.hbm_bytes_per_s = s.cluster.chip.hbm_bandwidth.value();
+  in.plans = std::move(plans);
+  std::string err;
+  if (!write_file_atomic(out, html_report(in), err)) throw UsageError(err);
+}
+
+}  // namespace shardsim::cli

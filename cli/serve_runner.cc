@@ -1,0 +1,139 @@
+#include "serve_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "shardsim/sim/engine.h"
+#include "step_runner.h"
+
+namespace shardsim {
+namespace {
+
+/// Rounds a count to one of 64 steps per octave above 64 (about 1.1%), so
+/// iterations of nearly the same shape share one simulation.
+int64_t bucket(int64_t x) {
+  if (x <= 64) return x;
+  const double e = std::round(std::log2(static_cast<double>(x)) * 64.0) / 64.0;
+  return static_cast<int64_t>(std::llround(std::exp2(e)));
+}
+
+/// Times iterations by lowering and simulating them on one replica, once per
+/// bucketed shape.
+class IterationTimer {
+ public:
+  explicit IterationTimer(const Scenario& s) : s_(s) {
+    replica_ = s;
+    replica_.plan.dp = s.plan.ep;
+    replica_.cluster.devices = s.plan.tp * s.plan.pp * s.plan.ep;
+    if (replica_.cluster.fabric == FabricKind::kTorus && replica_.cluster.devices != s.cluster.devices) {
+      // A torus replica keeps the slice's shape only when the slice is one
+      // replica; otherwise time it on the whole slice with dp replicas.
+      replica_ = s;
+    }
+    topo_ = build_topology(replica_.cluster);
+    mesh_ = std::make_unique<Mesh>(build_mesh(replica_.plan));
+  }
+
+  double operator()(IterationShape shape) {
+    const int64_t ep = s_.plan.ep;
+    if (ep > 1) {  // each ep rank takes its share of the batch
+      shape.prefill_tokens = (shape.prefill_tokens + ep - 1) / ep;
+      shape.prefill_pairs = (shape.prefill_pairs + ep - 1) / ep;
+      shape.prefill_completing = (shape.prefill_completing + ep - 1) / ep;
+      shape.decode_sequences = (shape.decode_sequences + ep - 1) / ep;
+      shape.decode_context = (shape.decode_context + ep - 1) / ep;
+    }
+    shape.prefill_tokens = bucket(shape.prefill_tokens);
+    shape.prefill_pairs = bucket(shape.prefill_pairs);
+    shape.decode_context = bucket(shape.decode_context);
+    const auto key = std::make_tuple(shape.prefill_tokens, shape.prefill_pairs, shape.prefill_completing,
+                                     shape.decode_sequences, shape.decode_context);
+    auto [it, fresh] = cache_.try_emplace(key, 0.0);
+    if (fresh) {
+      const ProgramSet programs = lower_iteration(replica_, shape);
+      const EngineOptions opt = step_engine_options(replica_, {}, replica_.plan.dp > 1);
+      it->second = simulate(programs, *mesh_, *topo_, replica_.cluster.chip, opt).step_time.seconds();
+      events_ += 1;
+    }
+    return it->second;
+  }
+  size_t simulations() const { return cache_.size(); }
+
+ private:
+  const Scenario& s_;
+  Scenario replica_;
+  std::unique_ptr<Topology> topo_;
+  std::unique_ptr<Mesh> mesh_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, double> cache_;
+  int64_t events_ = 0;
+};
+
+/// Moving one request's KV cache from a prefill replica to a decode replica:
+/// every layer's K and V of each prompt position, sent by the replica's
+/// tp·pp devices in parallel over their NICs (or torus links).
+double kv_transfer_s(const Scenario& s, int64_t prompt_tokens) {
+  const ModelSpec& m = s.model;
+  const double bytes = static_cast<double>(prompt_tokens) * static_cast<double>(m.layers) * 2.0 *
+                       static_cast<double>(m.kv_heads * m.head_dim) * dtype_bytes(s.plan.kv_dtype);
+  const double senders = static_cast<double>(s.plan.tp * s.plan.pp);
+  if (s.cluster.fabric == FabricKind::kTorus) {
+    return bytes / (senders * s.cluster.torus.link_bandwidth.value() * s.cluster.torus.link_efficiency) +
+           s.cluster.torus.hop_latency.seconds();
+  }
+  const FatTreeSpec& f = s.cluster.fat_tree;
+  return bytes / (senders * f.nic_bandwidth.value() * f.nic_efficiency) +
+         2 * (f.nic_latency + f.switch_latency).seconds();
+}
+
+LatencyPercentiles pcts(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {percentile(v, 50), percentile(v, 90), percentile(v, 99), v.empty() ? 0 : sum / static_cast<double>(v.size())};
+}
+}  // namespace
+
+ServeSummary run_serving(const Scenario& s) {
+  ServeSummary out;
+  const std::vector<ServeRequest> reqs = serving_requests(s);
+  IterationTimer timer(s);
+  out.result = simulate_serving(
+      s, reqs, [&](const IterationShape& sh) { return timer(sh); },
+      [&](int64_t prompt) { return kv_transfer_s(s, prompt); });
+  const ServeResult& r = out.result;
+  std::vector<double> ttft, tpot, e2e;
+  double first = 1e300, last = 0;
+  int64_t out_tokens = 0, in_tokens = 0;
+  for (const ServeRequestResult& q : r.requests) {
+    ttft.push_back(q.first_token_s - q.arrival_s);
+    e2e.push_back(q.finish_s - q.arrival_s);
+    if (q.output_tokens > 1) tpot.push_back((q.finish_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1));
+    first = std::min(first, q.arrival_s);
+    last = std::max(last, q.finish_s);
+    out_tokens += q.output_tokens;
+    in_tokens += q.prompt_tokens;
+  }
+  out.duration_s = std::max(1e-12, last - first);
+  out.output_tokens_per_s = static_cast<double>(out_tokens) / out.duration_s;
+  out.total_tokens_per_s = static_cast<double>(out_tokens + in_tokens) / out.duration_s;
+  out.output_tokens_per_s_per_device = out.output_tokens_per_s / static_cast<double>(s.cluster.devices);
+  out.ttft_s = pcts(ttft);
+  out.tpot_s = pcts(tpot);
+  out.e2e_s = pcts(e2e);
+  // KV use, time-weighted over each replica's iterations.
+  double area = 0, time = 0;
+  for (const ServeIteration& it : r.iterations) {
+    area += it.kv_used * (it.end_s - it.start_s);
+    time += it.end_s - it.start_s;
+    out.kv_max_used = std::max(out.kv_max_used, it.kv_used);
+  }
+  out.kv_mean_used = time > 0 ? area / time : 0;
+  out.replicas = s.plan.dp / s.plan.ep;
+  out.distinct_iterations_simulated = timer.simulations();
+  return out;
+}
+
+}  // namespace shardsim

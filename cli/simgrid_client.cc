@@ -1,0 +1,125 @@
+#include "simgrid_client.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "args.h"
+#include "shardsim/sim/result_codec.h"
+
+extern char** environ;
+
+namespace shardsim::cli {
+namespace {
+
+std::string join_ids(const std::vector<uint32_t>& ids) {
+  std::string out;
+  for (uint32_t d : ids) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+}  // namespace
+
+std::string simgrid_worker_path() {
+  if (const char* env = std::getenv("SHARDSIM_SIMGRID_WORKER"); env != nullptr && *env != '\0') {
+    if (::access(env, X_OK) != 0) {
+      throw UsageError(std::string("--backend simgrid: SHARDSIM_SIMGRID_WORKER=") + env + " is not executable");
+    }
+    return env;
+  }
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = ".";
+  if (n > 0) {
+    std::string exe(self, static_cast<size_t>(n));
+    dir = exe.substr(0, exe.find_last_of('/'));
+  }
+  std::string path = dir + "/shardsim-simgrid-worker";
+  if (::access(path.c_str(), X_OK) != 0) {
+    throw UsageError("--backend simgrid: this build has no SimGrid backend (" + path +
+                     " not found; install libsimgrid-dev and rebuild)");
+  }
+  return path;
+}
+
+EngineResult run_simgrid_worker(const WorkerRequest& request) {
+  const std::string worker = simgrid_worker_path();
+  std::vector<std::string> args = {worker, request.scenario_file};
+  for (const Override& o : request.overrides) {
+    args.push_back("--set");
+    args.push_back(o.path + "=" + o.value);
+  }
+  if (!request.trace_devices.empty()) {
+    args.push_back("--trace-devices");
+    args.push_back(join_ids(request.trace_devices));
+  }
+  args.push_back("--replica-shortcut");
+  args.push_back(request.replica_shortcut ? "on" : "off");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int out[2];
+  if (::pipe(out) != 0) throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  posix_spawn_file_actions_addclose(&actions, out[1]);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, worker.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    throw std::runtime_error("cannot start " + worker + ": " + std::strerror(rc));
+  }
+  std::string bytes;
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t got = ::read(out[0], buf, sizeof buf);
+    if (got > 0) {
+      bytes.append(buf, static_cast<size_t>(got));
+    } else if (got == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  // Exit 2: the worker rejected its input and printed the one-line message.
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw AlreadyReported{2};
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("the SimGrid worker failed (" +
+                             (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                                  : "exit status " + std::to_string(WEXITSTATUS(status))) +
+                             ")");
+  }
+  return decode_engine_result(bytes);
+}
+
+}  // namespace shardsim::cli
+
+namespace shardsim::cli {
+
+Simulator simulator_for(const Scenario& s, const std::vector<Override>& overrides, std::string& backend) {
+  if (s.simulator.backend == SimulatorSpec::Backend::kNative) {
+    backend = "native";
+    return {};
+  }
+  backend = s.simulator.simgrid_model == SimulatorSpec::SimgridModel::kLv08 ? "simgrid LV08" : "simgrid CM02";
+  simgrid_worker_path();  // fail early, before lowering, when there is no worker
+  return [file = s.file, overrides](const ProgramSet&, const Mesh&, const Topology&, const ChipSpec&,
+                                    const EngineOptions& opt) {
+    return run_simgrid_worker(WorkerRequest{file, overrides, opt.trace_devices, opt.replica_shortcut});
+  };
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,70 @@
+// shardsim-simgrid-worker: simulates one step on the SimGrid backend and
+// writes the encoded EngineResult to stdout. SimGrid's engine can run once
+// per process, so the shardsim CLI starts one worker per simulation
+// (simgrid_client.cc); lowering is deterministic, so the worker re-lowers
+// the scenario instead of receiving the Program.
+//
+//   shardsim-simgrid-worker SCENARIO [--set PATH=VALUE]... [--trace-devices LIST]
+//                           [--replica-shortcut on|off]
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "shardsim/core/error.h"
+#include "shardsim/sim/result_codec.h"
+#include "shardsim/sim/simgrid_engine.h"
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/scenario.h"
+#include "step_runner.h"
+
+int main(int argc, char** argv) {
+  using namespace shardsim;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    std::string file, trace_list;
+    std::vector<Override> sets;
+    bool shortcut = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--set") {
+        sets.push_back(cli::parse_set(cli::take_value(args, i)));
+      } else if (args[i] == "--trace-devices") {
+        trace_list = cli::take_value(args, i);
+      } else if (args[i] == "--replica-shortcut") {
+        shortcut = cli::take_value(args, i) == "on";
+      } else if (file.empty() && !args[i].empty() && args[i][0] != '-') {
+        file = args[i];
+      } else {
+        throw cli::UsageError("shardsim-simgrid-worker: unexpected argument " + args[i]);
+      }
+    }
+    if (file.empty()) throw cli::UsageError("shardsim-simgrid-worker: expected a scenario file");
+    const Scenario s = load_scenario(file, sets);
+    const std::vector<uint32_t> traced = trace_list.empty()
+                                             ? std::vector<uint32_t>{}
+                                             : cli::parse_device_list("--trace-devices", trace_list, s.cluster.devices);
+    const ProgramSet programs = lower_step(s);
+    const auto topo = build_topology(s.cluster);
+    const Mesh mesh = build_mesh(s.plan);
+    SimgridOptions sg;
+    sg.lv08 = s.simulator.simgrid_model == SimulatorSpec::SimgridModel::kLv08;
+    const EngineResult r =
+        simulate_simgrid(programs, mesh, *topo, s.cluster.chip, step_engine_options(s, traced, shortcut), sg);
+    const std::string bytes = encode_engine_result(r);
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
+      std::fprintf(stderr, "shardsim-simgrid-worker: cannot write the result\n");
+      return 1;
+    }
+    return 0;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "shardsim: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardsim-simgrid-worker: error: %s\n", e.what());
+    return 1;
+  }
+}

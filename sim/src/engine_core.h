@@ -1,0 +1,550 @@
+// The engine's logic, independent of how flows share the network: devices
+// run their stage's Program; an op starts when its dependencies end; compute
+// ops take their roofline time; collectives wait for every member, then run
+// their plan's phases of flows; sends are eager. Backends (the native fluid
+// model in engine.cc, SimGrid in sim/simgrid/) decide when flows finish and
+// drive time. Private to sim/.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "shardsim/core/error.h"
+#include "shardsim/sim/collective.h"
+#include "shardsim/sim/compute_model.h"
+#include "shardsim/sim/engine.h"
+
+namespace shardsim::detail {
+
+enum class EvType : uint8_t { kOpEnd, kFlowEnd, kPhaseEnd, kTransferEnd };
+
+struct Event {
+  uint32_t a;  // device | flow | run
+  uint32_t b;  // op | version
+  EvType type;
+};
+
+/// Plans depend only on the collective, its size and its group, so the
+/// instances of one layer's collective across microbatches share a plan.
+struct PlanKey {
+  uint64_t bytes;
+  uint32_t group;
+  uint8_t axes;
+  CollectiveKind kind;
+  bool operator==(const PlanKey&) const = default;
+};
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    uint64_t h = k.bytes * 0x9E3779B97F4A7C15ull;
+    h ^= (static_cast<uint64_t>(k.group) << 16 | static_cast<uint64_t>(k.axes) << 8 | static_cast<uint64_t>(k.kind)) +
+         0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h);
+  }
+};
+struct CachedPlan {
+  std::vector<DeviceId> members;
+  CollectivePlan plan;
+};
+
+struct CollectiveRun {
+  OpId op = 0;
+  const CachedPlan* cached = nullptr;
+  size_t phase = 0;
+  size_t pending = 0;
+  SimTime start;  // when the last member arrived
+};
+
+/// Per-device accounting of what its streams are doing, for the breakdown.
+struct DeviceClock {
+  SimTime last;
+  SimTime compute;
+  SimTime comm_only;
+  SimTime end;
+  SimTime compute_start;  // of the compute op running now
+  int comm_active = 0;
+  bool computing = false;
+  void advance(SimTime now) {
+    const SimTime dt = now - last;
+    if (computing) {
+      compute += dt;
+    } else if (comm_active > 0) {
+      comm_only += dt;
+    }
+    last = now;
+  }
+};
+
+/// A point-to-point transfer in flight (pipeline activations, ring-attention
+/// blocks); eager: the sender does not wait for the receiver to post its
+/// receive.
+struct Transfer {
+  DeviceId src = 0;
+  DeviceId dst = 0;
+  OpId send_op = 0;
+  Pass pass = Pass::kForward;
+  SimTime start;
+};
+
+/// Receives of one (receiver, sender, pass) channel, matched in order with
+/// the sender's sends on it.
+struct Channel {
+  uint32_t arrived = 0;      ///< transfers delivered before their receive was posted
+  std::deque<OpId> waiting;  ///< receives posted before their transfer arrived
+};
+
+constexpr uint32_t kP2pOwner = 0x80000000u;  // flow owner: a Transfer, not a collective run
+
+/// The engine's logic, shared by its network backends. Backend (CRTP) supplies
+///   void schedule(SimTime t, EvType type, uint32_t a, uint32_t b);  // an event at t
+///   void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner);
+///   void flow_event(uint32_t a, uint32_t b);   // a kFlowEnd event it scheduled
+///   size_t active_flows() const;  std::vector<double> link_bytes() const;
+/// and reports each finished flow with flow_done(). It drives time: it sets
+/// now_ and calls handle() for each event, in (time, insertion) order.
+template <class Backend>
+class EngineCore {
+ public:
+  EngineCore(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
+             const EngineOptions& opt)
+      : ps_(ps), mesh_(mesh), topo_(topo), opt_(opt) {
+    devices_ = static_cast<uint32_t>(mesh.devices());
+    SHARDSIM_ASSERT(mesh.devices() == topo.num_devices(), "mesh and topology disagree on the device count");
+    SHARDSIM_ASSERT(static_cast<int64_t>(ps.stages.size()) == mesh.size(MeshAxis::kPp),
+                    "one program per pipeline stage");
+    uint64_t slots = 0;
+    for (const Program& p : ps.stages) {
+      ProgramInfo info;
+      const size_t n = p.size();
+      info.duration.resize(n);
+      info.dep_count.resize(n);
+      info.coll_slot.assign(n, 0);
+      for (OpId i = 0; i < n; ++i) {
+        const Op& o = p.op(i);
+        SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
+        info.dep_count[i] = static_cast<uint16_t>(p.deps(i).size());
+        if (o.kind == OpKind::kCompute) info.duration[i] = compute_time(o, chip);
+        if (o.kind == OpKind::kCollective) {
+          SHARDSIM_ASSERT(!(o.axes & axis_bit(MeshAxis::kPp)), "collectives stay inside a pipeline stage");
+          info.coll_slot[i] = slots;
+          slots += static_cast<uint64_t>(mesh.num_groups(o.axes));
+        }
+      }
+      info_.push_back(std::move(info));
+    }
+    arrivals_.assign(slots, 0);
+    active_.assign(devices_, opt.active_devices.empty() ? 1 : 0);
+    for (uint32_t d : opt.active_devices) {
+      if (d < devices_) active_[d] = 1;
+    }
+    if (opt.replica_shortcut) {
+      for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kDp) == 0;
+    }
+    stage_of_.resize(devices_);
+    rem_offset_.resize(devices_ + 1, 0);
+    for (uint32_t d = 0; d < devices_; ++d) {
+      stage_of_[d] = static_cast<uint16_t>(mesh.coord(d, MeshAxis::kPp));
+      rem_offset_[d + 1] = rem_offset_[d] + (active_[d] ? program(d).size() : 0);
+    }
+    remaining_.resize(rem_offset_[devices_]);
+#if SHARDSIM_EXPENSIVE_CHECKS
+    ended_.assign(rem_offset_[devices_], 0);
+#endif
+    for (uint32_t d = 0; d < devices_; ++d) {
+      if (!active_[d]) continue;
+      const auto& dc = info_[stage_of_[d]].dep_count;
+      std::copy(dc.begin(), dc.end(), remaining_.begin() + static_cast<std::ptrdiff_t>(rem_offset_[d]));
+    }
+    clocks_.resize(devices_);
+    for (const Program& p : ps.stages) streams_ = std::max(streams_, p.num_streams());
+    compute_by_kind_.assign(static_cast<size_t>(devices_) * kComputeKinds, SimTime());
+    stream_busy_.assign(static_cast<size_t>(devices_) * streams_, SimTime());
+    trace_index_.assign(devices_, -1);
+    for (uint32_t d : opt.trace_devices) {
+      if (d < devices_ && active_[d] && trace_index_[d] < 0) {
+        trace_index_[d] = static_cast<int>(trace_starts_.size());
+        trace_starts_.emplace_back(program(d).size());
+        result_.timeline.devices.push_back(d);
+      }
+    }
+    std::sort(result_.timeline.devices.begin(), result_.timeline.devices.end());
+  }
+
+  /// Starts every op without dependencies, devices in id order (or shuffled
+  /// by options.start_order_seed).
+  void start_all() {
+    std::vector<uint32_t> order(devices_);
+    for (uint32_t d = 0; d < devices_; ++d) order[d] = d;
+    if (opt_.start_order_seed != 0) {
+      // Fisher-Yates with std::mt19937_64, whose output the standard fixes.
+      std::mt19937_64 rng(opt_.start_order_seed);
+      for (uint32_t i = devices_; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+    }
+    for (uint32_t d : order) {
+      if (!active_[d]) continue;
+      const auto& dc = info_[stage_of_[d]].dep_count;
+      for (OpId i = 0; i < dc.size(); ++i) {
+        if (dc[i] == 0) start(d, i);
+      }
+    }
+  }
+
+  EngineResult take_result() {
+    finish_result();
+    return std::move(result_);
+  }
+
+  /// A finished flow, as its backend reports it.
+  struct DoneFlow {
+    uint32_t owner = 0;
+    DeviceId src = 0, dst = 0;
+    double bytes = 0;
+    SimTime start;
+    size_t hops = 0;
+  };
+
+ protected:
+  Backend& self() {
+    return static_cast<Backend&>(*this);
+  }
+
+  void handle(const Event& e) {
+    ++result_.events;
+    switch (e.type) {
+      case EvType::kOpEnd:
+        end_op(e.a, e.b);
+        break;
+      case EvType::kFlowEnd:
+        self().flow_event(e.a, e.b);
+        break;
+      case EvType::kPhaseEnd:
+        phase_end(e.a);
+        break;
+      case EvType::kTransferEnd:
+        transfer_end(e.a);
+        break;
+    }
+  }
+
+ protected:
+  struct ProgramInfo {
+    std::vector<SimTime> duration;
+    std::vector<uint16_t> dep_count;
+    std::vector<uint64_t> coll_slot;
+  };
+  const Program& program(uint32_t d) const {
+    return ps_.stages[stage_of_[d]];
+  }
+
+  /// A slot of `pool`: a released one if any, else a new one.
+  template <typename T>
+  static uint32_t acquire(std::vector<T>& pool, std::vector<uint32_t>& released) {
+    if (!released.empty()) {
+      const uint32_t id = released.back();
+      released.pop_back();
+      return id;
+    }
+    pool.emplace_back();
+    return static_cast<uint32_t>(pool.size() - 1);
+  }
+
+  void push(SimTime t, EvType type, uint32_t a, uint32_t b) {
+    self().schedule(t, type, a, b);
+  }
+
+  /// The device `delta` steps away from d along `axis` (wrapping around).
+  DeviceId peer_of(DeviceId d, MeshAxis axis, int delta) const {
+    const int64_t n = mesh_.size(axis);
+    const int64_t c = mesh_.coord(d, axis);
+    const int64_t nc = ((c + delta) % n + n) % n;
+    return static_cast<DeviceId>(static_cast<int64_t>(d) + (nc - c) * mesh_.stride(axis));
+  }
+  static uint64_t channel_key(DeviceId receiver, DeviceId sender, Pass pass) {
+    return static_cast<uint64_t>(receiver) << 33 | static_cast<uint64_t>(sender) << 1 |
+           (pass == Pass::kForward ? 0u : 1u);
+  }
+
+  void start(uint32_t d, OpId op) {
+    const Op& o = program(d).op(op);
+#if SHARDSIM_EXPENSIVE_CHECKS
+    for (OpId dep : program(d).deps(op))
+      SHARDSIM_ASSERT(ended_[rem_offset_[d] + dep], "an op started before its dependency ended");
+#endif
+    if (trace_index_[d] >= 0) trace_starts_[static_cast<size_t>(trace_index_[d])][op] = now_;
+    switch (o.kind) {
+      case OpKind::kCompute: {
+        DeviceClock& c = clocks_[d];
+        c.advance(now_);
+        c.computing = true;
+        c.compute_start = now_;
+        push(now_ + info_[stage_of_[d]].duration[op], EvType::kOpEnd, d, op);
+        return;
+      }
+      case OpKind::kSend:
+        send(d, op, o);
+        return;
+      case OpKind::kRecv: {
+        Channel& ch = channels_[channel_key(d, peer_of(d, o.peer_axis, o.peer), o.pass)];
+        if (ch.arrived > 0) {
+          --ch.arrived;
+          end_op(d, op);
+        } else {
+          ch.waiting.push_back(op);
+        }
+        return;
+      }
+      case OpKind::kCollective:
+        break;
+    }
+    const uint64_t slot = info_[stage_of_[d]].coll_slot[op] + static_cast<uint64_t>(mesh_.group_index(d, o.axes));
+    // With the replica shortcut only data-parallel replica 0 runs; a group
+    // that spans dp counts its other members as arrived with it (replicas are
+    // symmetric), and its flows still cover every member.
+    auto size = static_cast<uint32_t>(mesh_.group_size(o.axes));
+    if (opt_.replica_shortcut && (o.axes & axis_bit(MeshAxis::kDp))) {
+      size /= static_cast<uint32_t>(mesh_.size(MeshAxis::kDp));
+    }
+    if (++arrivals_[slot] < size) return;
+    launch(d, op);
+  }
+
+  void send(uint32_t d, OpId op, const Op& o) {
+    const uint32_t id = acquire(transfers_, free_transfers_);
+    const DeviceId dst = peer_of(d, o.peer_axis, o.peer);
+    transfers_[id] = Transfer{d, dst, op, o.pass, now_};
+    for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
+      clocks_[x].advance(now_);
+      ++clocks_[x].comm_active;
+    }
+    self().add_flow(d, dst, static_cast<double>(o.comm_bytes.value()), kP2pOwner | id);
+    ++result_.flows;
+  }
+
+  void transfer_end(uint32_t id) {
+    const Transfer tr = transfers_[id];
+    free_transfers_.push_back(id);
+    stream_busy_[tr.src * streams_ + program(tr.src).op(tr.send_op).stream] += now_ - tr.start;
+    for (DeviceId x : {tr.src, tr.dst}) {
+      clocks_[x].advance(now_);
+      --clocks_[x].comm_active;
+    }
+    end_op(tr.src, tr.send_op);
+    if (!active_[tr.dst]) return;
+    Channel& ch = channels_[channel_key(tr.dst, tr.src, tr.pass)];
+    if (ch.waiting.empty()) {
+      ++ch.arrived;
+      return;
+    }
+    const OpId recv = ch.waiting.front();
+    ch.waiting.pop_front();
+    end_op(tr.dst, recv);
+  }
+
+  SimTime route_latency(DeviceId a, DeviceId b) {
+    const uint64_t key = static_cast<uint64_t>(a) << 32 | b;
+    auto [it, fresh] = route_latency_.try_emplace(key);
+    if (fresh) {
+      route_scratch_.clear();
+      topo_.route(a, b, route_scratch_);
+      for (LinkId l : route_scratch_) it->second += topo_.link(l).latency;
+    }
+    return it->second;
+  }
+
+  void launch(uint32_t any_member, OpId op) {
+    const Op& o = program(any_member).op(op);
+    const uint32_t id = acquire(runs_, free_runs_);
+    CollectiveRun& r = runs_[id];
+    r.op = op;
+    const PlanKey key{static_cast<uint64_t>(o.comm_bytes.value()),
+                      static_cast<uint32_t>(mesh_.group_index(any_member, o.axes)), o.axes, o.collective};
+    auto [it, fresh] = plans_.try_emplace(key);
+    if (fresh) {
+      mesh_.group_members(any_member, o.axes, it->second.members);
+      it->second.plan = plan_collective(o.collective, o.comm_bytes, it->second.members, topo_, opt_.collective);
+    }
+    r.cached = &it->second;
+    r.phase = 0;
+    r.start = now_;
+    for (DeviceId m : r.cached->members) {
+      DeviceClock& c = clocks_[m];
+      c.advance(now_);
+      ++c.comm_active;
+    }
+    if (r.cached->plan.phases.empty()) {
+      complete(id);
+      return;
+    }
+    start_phase(id);
+  }
+
+  void start_phase(uint32_t id) {
+    CollectiveRun& r = runs_[id];
+    const CollectivePhase& ph = r.cached->plan.phases[r.phase];
+    r.pending = ph.flows.size();
+    for (const FlowSpec& f : ph.flows) {
+      self().add_flow(f.src, f.dst, f.bytes, id);
+      ++result_.flows;
+    }
+    if (r.pending == 0) push(now_ + ph.latency, EvType::kPhaseEnd, id, 0);
+  }
+
+  /// Called by the backend when a flow has delivered its bytes (at now_).
+  void flow_done(const DoneFlow& f) {
+    const uint32_t owner = f.owner;
+    const DeviceId src = f.src;
+    const DeviceId dst = f.dst;
+    const bool p2p = (owner & kP2pOwner) != 0;
+    const uint32_t id = owner & ~kP2pOwner;
+    const OpId op = p2p ? transfers_[id].send_op : runs_[id].op;
+    if (trace_index_[src] >= 0) {
+      result_.timeline.flows.push_back(
+          TimelineFlow{src, dst, stage_of_[src], op, Bytes(static_cast<int64_t>(f.bytes)), f.start, now_});
+    }
+    result_.flow_byte_hops += f.bytes * static_cast<double>(f.hops);
+    if (p2p) {
+      push(now_ + route_latency(src, dst), EvType::kTransferEnd, id, 0);
+      return;
+    }
+    CollectiveRun& r = runs_[id];
+    if (--r.pending == 0) push(now_ + r.cached->plan.phases[r.phase].latency, EvType::kPhaseEnd, id, 0);
+  }
+
+  void phase_end(uint32_t id) {
+    CollectiveRun& r = runs_[id];
+    if (++r.phase < r.cached->plan.phases.size()) {
+      start_phase(id);
+      return;
+    }
+    complete(id);
+  }
+
+  void complete(uint32_t id) {
+    CollectiveRun& r = runs_[id];
+    const OpId op = r.op;
+    // end_op may launch new collectives that reuse this slot; the cached
+    // plan (and its member list) outlives it.
+    const CachedPlan* cached = r.cached;
+    for (DeviceId m : cached->members) {
+      DeviceClock& c = clocks_[m];
+      c.advance(now_);
+      --c.comm_active;
+    }
+    free_runs_.push_back(id);
+    const SimTime busy = now_ - r.start;
+    for (DeviceId m : cached->members) {
+      if (!active_[m]) continue;
+      stream_busy_[m * streams_ + program(m).op(op).stream] += busy;
+      end_op(m, op);
+    }
+  }
+
+  void end_op(uint32_t d, OpId op) {
+    const Program& p = program(d);
+    const Op& o = p.op(op);
+#if SHARDSIM_EXPENSIVE_CHECKS
+    SHARDSIM_ASSERT(!ended_[rem_offset_[d] + op], "an op ended twice");
+    ended_[rem_offset_[d] + op] = 1;
+#endif
+    DeviceClock& c = clocks_[d];
+    if (o.kind == OpKind::kCompute) {
+      c.advance(now_);
+      c.computing = false;
+      compute_by_kind_[d * kComputeKinds + static_cast<size_t>(o.compute)] += now_ - c.compute_start;
+    }
+    c.end = std::max(c.end, now_);
+    if (trace_index_[d] >= 0) {
+      result_.timeline.spans.push_back(
+          TimelineSpan{d, stage_of_[d], o.stream, op, trace_starts_[static_cast<size_t>(trace_index_[d])][op], now_});
+    }
+    uint16_t* rem = remaining_.data() + rem_offset_[d];
+    for (OpId s : p.succs(op)) {
+      if (--rem[s] == 0) start(d, s);
+    }
+  }
+
+  void finish_result() {
+    SimTime step;
+    uint32_t crit = 0;
+    for (uint32_t d = 0; d < devices_; ++d) {
+      if (active_[d] && clocks_[d].end > step) {
+        step = clocks_[d].end;
+        crit = d;
+      }
+    }
+    for (uint32_t d = 0; d < devices_; ++d) {
+      for (size_t i = rem_offset_[d]; i < rem_offset_[d + 1]; ++i) {
+        SHARDSIM_ASSERT(remaining_[i] == 0, "an op never ran: deadlock");
+      }
+    }
+    SHARDSIM_ASSERT(self().active_flows() == 0, "flows left at the end");
+#if SHARDSIM_EXPENSIVE_CHECKS
+    // Bytes sent equal bytes carried: every flow's bytes crossed each link of its route.
+    double carried = 0;
+    for (double b : self().link_bytes()) carried += b;
+    SHARDSIM_ASSERT(std::abs(carried - result_.flow_byte_hops) <= 1e-6 * std::max(1.0, carried),
+                    "bytes over links differ from bytes sent times hops");
+#endif
+    for (const auto& [key, ch] : channels_) {
+      SHARDSIM_ASSERT(ch.arrived == 0 && ch.waiting.empty(), "a pipeline send and receive did not pair up");
+    }
+    DeviceClock& c = clocks_[crit];
+    c.advance(step);
+    result_.step_time = step;
+    result_.critical_device = crit;
+    const double idle = (step - c.compute - c.comm_only).seconds();
+    result_.breakdown.compute_s = c.compute.seconds();
+    result_.breakdown.exposed_comm_s = c.comm_only.seconds();
+    (mesh_.size(MeshAxis::kPp) > 1 ? result_.breakdown.bubble_s : result_.breakdown.other_s) = idle;
+    result_.link_bytes = self().link_bytes();
+    for (uint32_t d = 0; d < devices_; ++d) result_.active_devices += active_[d];
+    for (size_t k = 0; k < kComputeKinds; ++k) {
+      const SimTime t = compute_by_kind_[crit * kComputeKinds + k];
+      if (t.ps() > 0) result_.compute_by_kind_s.emplace_back(to_string(static_cast<ComputeKind>(k)), t.seconds());
+    }
+    const Program& cp = program(crit);
+    for (size_t st = 1; st < cp.num_streams(); ++st) {
+      const SimTime t = stream_busy_[crit * streams_ + st];
+      if (t.ps() > 0) result_.comm_busy_by_stream_s.emplace_back(cp.stream_names()[st], t.seconds());
+    }
+  }
+
+  const ProgramSet& ps_;
+  const Mesh& mesh_;
+  const Topology& topo_;
+  const EngineOptions& opt_;
+  uint32_t devices_ = 0;
+  std::vector<ProgramInfo> info_;
+  std::vector<uint16_t> stage_of_;
+  std::vector<size_t> rem_offset_;
+  std::vector<uint32_t> arrivals_;
+  std::vector<uint16_t> remaining_;
+#if SHARDSIM_EXPENSIVE_CHECKS
+  std::vector<uint8_t> ended_;  // per device and op
+#endif
+  std::vector<DeviceClock> clocks_;
+  static constexpr size_t kComputeKinds = static_cast<size_t>(ComputeKind::kOptimizer) + 1;
+  size_t streams_ = 1;
+  std::vector<SimTime> compute_by_kind_;  // [device][compute kind]
+  std::vector<SimTime> stream_busy_;      // [device][stream]: communication ops in flight
+  std::vector<int> trace_index_;
+  std::vector<std::vector<SimTime>> trace_starts_;
+  std::vector<uint8_t> active_;
+  std::unordered_map<PlanKey, CachedPlan, PlanKeyHash> plans_;
+  std::vector<CollectiveRun> runs_;
+  std::vector<uint32_t> free_runs_;
+  std::vector<Transfer> transfers_;
+  std::vector<uint32_t> free_transfers_;
+  std::unordered_map<uint64_t, Channel> channels_;
+  std::unordered_map<uint64_t, SimTime> route_latency_;
+  std::vector<LinkId> route_scratch_;
+
+ protected:
+  SimTime now_;
+  EngineResult result_;
+};
+
+}  // namespace shardsim::detail

@@ -1,0 +1,106 @@
+// The plan search: its bounds never exceed a simulated step (so pruning never
+// drops the optimum), it finds what brute force finds, and its answer does
+// not depend on the number of threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "plan_search.h"
+#include "shardsim/workloads/plan_space.h"
+#include "step_runner.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+// Small enough to simulate every plan: 8 GPUs in one node, 4 layers.
+const char* kSmall = R"({"model": {"name": "tiny", "layers": 4, "hidden": 1024, "ffn_hidden": 4096, "heads": 16,
+  "kv_heads": 4, "vocab": 32000}, "cluster": {"chip": "h100-sxm", "devices": 8,
+  "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}},
+  "plan": {"dp": 8, "zero": 1, "global_batch": 16, "seq_len": 2048}})";
+
+// Two nodes of 8: tp inside a node, dp across the NICs.
+const char* kTwoNodes = R"({"model": {"name": "small", "layers": 4, "hidden": 2048, "ffn_hidden": 8192, "heads": 16,
+  "kv_heads": 8, "vocab": 32000}, "cluster": {"chip": "h100-sxm", "devices": 16,
+  "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}},
+  "plan": {"dp": 16, "zero": 0, "global_batch": 16, "seq_len": 2048}})";
+
+double simulated_step_s(const Scenario& base, const PlanCandidate& c) {
+  Scenario s = base;
+  s.plan = c.plan;
+  s.cluster.devices = c.devices;
+  return run_training_step(s, {}).report.step_time_s;
+}
+
+void expect_search_matches_brute_force(const char* json) {
+  const Scenario base = testing::scenario(json);
+  PlanSpaceCounts counts;
+  const std::vector<PlanCandidate> cands = enumerate_plans(base, {base.cluster.devices}, counts);
+  ASSERT_GT(cands.size(), 20u);
+  double best = 1e300;
+  for (const PlanCandidate& c : cands) {
+    const double t = simulated_step_s(base, c);
+    // The analytical bound holds for every plan.
+    EXPECT_LE(c.lower_bound_s, t * (1 + 1e-9)) << describe_plan(c.plan);
+    best = std::min(best, t);
+  }
+  SearchOptions opt;
+  opt.max_simulations = 100000;  // the budget never binds: the search must prove its best
+  const SearchResult r = search_plans(base, {base.cluster.devices}, opt);
+  EXPECT_EQ(r.left_by_budget, 0);
+  ASSERT_FALSE(r.rows.empty());
+  EXPECT_DOUBLE_EQ(r.rows.front().report.step_time_s, best);
+  // Pruning did its job: far fewer simulations than plans.
+  EXPECT_LT(static_cast<size_t>(r.rows.size()), cands.size());
+}
+
+TEST(Search, FindsTheBruteForceBestOnOneNode) {
+  expect_search_matches_brute_force(kSmall);
+}
+
+TEST(Search, FindsTheBruteForceBestOnTwoNodes) {
+  expect_search_matches_brute_force(kTwoNodes);
+}
+
+TEST(Search, AnswerDoesNotDependOnThreads) {
+  const Scenario base = testing::scenario(kTwoNodes);
+  SearchOptions one;
+  one.max_simulations = 10;
+  one.jobs = 1;
+  SearchOptions two = one;
+  two.jobs = 2;
+  const SearchResult a = search_plans(base, {16}, one);
+  const SearchResult b = search_plans(base, {16}, two);
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(describe_plan(a.rows[i].plan), describe_plan(b.rows[i].plan));
+    EXPECT_EQ(a.rows[i].report.step_time_s, b.rows[i].report.step_time_s);
+  }
+  EXPECT_EQ(a.pruned_by_bound, b.pruned_by_bound);
+  EXPECT_EQ(a.left_by_budget, b.left_by_budget);
+}
+
+TEST(Search, NeverWorseThanTheScenarioPlan) {
+  const Scenario base = testing::scenario(kTwoNodes);
+  SearchOptions opt;
+  opt.max_simulations = 3;
+  const SearchResult r = search_plans(base, {16}, opt);
+  const double own = run_training_step(base, {}).report.step_time_s;
+  ASSERT_FALSE(r.rows.empty());
+  EXPECT_LE(r.rows.front().report.step_time_s, own);
+  EXPECT_TRUE(std::any_of(r.rows.begin(), r.rows.end(), [](const SearchRow& x) { return x.from_scenario; }));
+}
+
+TEST(Search, EveryCandidateIsValidAndFits) {
+  const Scenario base = testing::scenario(kTwoNodes);
+  PlanSpaceCounts counts;
+  const auto cands = enumerate_plans(base, {16}, counts);
+  EXPECT_EQ(counts.enumerated, counts.invalid + counts.over_memory + static_cast<int64_t>(cands.size()));
+  for (const PlanCandidate& c : cands) {
+    EXPECT_FALSE(check_plan(c.plan, base.model, base.cluster).has_value());
+    EXPECT_EQ(c.plan.devices(), 16);
+  }
+}
+
+}  // namespace
+}  // namespace shardsim

@@ -1,0 +1,38 @@
+// One self-contained HTML page (inline SVG, no script, no network) that
+// shows a simulated step: the breakdown, a timeline of a few devices, memory
+// over the step, a roofline of the ops and, for a search, the plans it
+// simulated as step time against peak memory with the Pareto front.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "shardsim/core/program.h"
+#include "shardsim/core/step_report.h"
+#include "shardsim/core/timeline.h"
+
+namespace shardsim {
+
+/// One simulated plan of a search.
+struct ReportPlanPoint {
+  std::string label;
+  double step_time_s = 0;
+  int64_t peak_bytes = 0;
+  bool best = false;
+  bool from_scenario = false;
+};
+
+struct HtmlReportInput {
+  std::string title;
+  std::string plan_summary;  ///< one line describing the plan
+  const StepReport* step = nullptr;
+  const ProgramSet* programs = nullptr;
+  const Timeline* timeline = nullptr;  ///< spans of the devices to draw
+  double peak_flops_per_s = 0;         ///< the roof of the roofline (dense bf16)
+  double hbm_bytes_per_s = 0;
+  std::vector<ReportPlanPoint> plans;  ///< empty unless from a search
+};
+
+std::string html_report(const HtmlReportInput& in);
+
+}  // namespace shardsim

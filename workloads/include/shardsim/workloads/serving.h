@@ -1,0 +1,73 @@
+// Serving simulation: a stream of requests on replicas that schedule at the
+// iteration level with a paged KV cache, as vLLM does (Kwon et al. 2023,
+// "Efficient Memory Management for Large Language Model Serving with
+// PagedAttention"; Yu et al. 2022, "Orca" for iteration-level scheduling;
+// Agrawal et al. 2024, "Sarathi-Serve" for chunked prefill; Zhong et al.
+// 2024, "DistServe" for prefill/decode disaggregation). The time of each
+// iteration comes from a callback (the simulator), so this file holds only
+// the scheduling.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/scenario.h"
+
+namespace shardsim {
+
+struct ServeRequest {
+  double arrival_s = 0;
+  int64_t prompt_tokens = 1;
+  int64_t output_tokens = 1;
+};
+
+/// The requests of a scenario's serving object: generated (Poisson arrivals,
+/// seeded) or read from its trace file. Sorted by arrival.
+std::vector<ServeRequest> serving_requests(const Scenario& s);
+
+/// One iteration a replica ran.
+struct ServeIteration {
+  int32_t replica = 0;
+  bool prefill_replica = false;  ///< disaggregated prefill replica
+  double start_s = 0;
+  double end_s = 0;
+  IterationShape shape;
+  int64_t running = 0;  ///< sequences holding KV blocks after it
+  double kv_used = 0;   ///< fraction of the replica's KV blocks in use after it
+};
+
+struct ServeRequestResult {
+  double arrival_s = 0;
+  double first_token_s = 0;
+  double finish_s = 0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  int32_t preemptions = 0;
+};
+
+struct ServeResult {
+  std::vector<ServeRequestResult> requests;  ///< in arrival order
+  std::vector<ServeIteration> iterations;    ///< in the order they ended
+  int64_t kv_blocks_per_replica = 0;
+  int64_t block_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t kv_transfers = 0;  ///< disaggregation: requests whose KV moved to a decode replica
+};
+
+/// Seconds one iteration of `shape` takes on a replica.
+using IterationTimeFn = std::function<double(const IterationShape&)>;
+
+/// Runs the requests to completion. `kv_transfer_s(prompt_tokens)` gives the
+/// time to move one request's KV cache from a prefill to a decode replica
+/// (disaggregation only). Deterministic.
+ServeResult simulate_serving(const Scenario& s, const std::vector<ServeRequest>& requests,
+                             const IterationTimeFn& iteration_s, const std::function<double(int64_t)>& kv_transfer_s);
+
+/// Percentile p (0-100) of `v` by linear interpolation between order
+/// statistics (NumPy's default); 0 for an empty vector.
+double percentile(std::vector<double> v, double p);
+
+}  // namespace shardsim
