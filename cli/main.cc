@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
     if (cmd == "collective") return cli::cmd_collective(args);
     if (cmd == "presets") return cli::cmd_presets(args);
     if (cmd == "validate") return cli::cmd_validate(args);
+    if (cmd == "run") return cli::cmd_run(args);
+    if (cmd == "compare") return cli::cmd_compare(args);
+    if (cmd == "calibrate") return cli::cmd_calibrate(args);
     if (cmd == "search") return cli::cmd_search(args);
     if (cmd == "report") return cli::cmd_report(args);
     if (cmd == "serve") return cli::cmd_serve(args);

@@ -89,6 +89,35 @@ Usage:
       (examples/validation holds the published runs of Megatron-LM and
       Korthikanti et al.).
 
+  shardsim run SCENARIO [--backend cpu|cuda] [--ranks N] [--steps K]
+               [--warmup K] [--verify] [--trace FILE] [--json]
+               [--timeout-s S] [--set PATH=VALUE]...
+      Run the step for real: N MPI ranks (N = cluster.devices; default),
+      started as `mpirun -n N --oversubscribe shardsim-rank ...`, each running
+      its device's program with OpenBLAS kernels (bf16 as fp32) and MPI
+      collectives. Prints the measured step time (median of K steps, default
+      3, after 1 warm-up) and time per op kind; --json: step_time_s,
+      step_times_s, time_by_kind_s, verify. --trace writes the measured
+      Timeline of the last step as a Chrome trace. --verify checks every
+      kernel against a reference and every communication result (exit 1 on
+      a mismatch). A rank that dies or hangs ends the run within --timeout-s
+      (default 300) with exit 1 and an error naming the rank
+      (docs/realexec.md). `mpirun -n N shardsim run SCENARIO ...` also works
+      (mpirun then supervises the ranks). --backend cuda: exit 2 (no CUDA
+      executor yet).
+
+  shardsim calibrate [--backend cpu] [--ranks N] --out FILE [--json] [--quick]
+                     [--timeout-s S]
+      Micro-benchmarks on N ranks (default 2): matmul FLOP/s by size,
+      attention, memory bandwidth, the loss kernel, and each collective by
+      group and message size with a latency + size / bandwidth fit. Writes
+      the profile JSON (the simulator does not read it yet).
+
+  shardsim compare PREDICTED.json MEASURED.json [--json]
+      Step-time error and compute time per op kind of `simulate --json`
+      (predicted) against `run --json` (measured); error = (predicted -
+      measured) / measured.
+
   shardsim presets [list]            list chips, models and clusters
   shardsim presets show NAME         print one preset as JSON
 

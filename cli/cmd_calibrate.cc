@@ -1,0 +1,95 @@
+// shardsim calibrate: run the CPU backend's micro-benchmarks on N ranks and
+// write the measured profile (docs/realexec.md, Calibration).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "shardsim/core/atomic_file.h"
+#include "shardsim/realexec/launch.h"
+
+namespace shardsim::cli {
+
+int cmd_calibrate(const std::vector<std::string>& args) {
+  std::string out_file, backend = "cpu";
+  bool json = false, quick = false;
+  long ranks = 2;
+  double timeout_s = 600;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--quick") {
+      quick = true;
+    } else if (a == "--out") {
+      out_file = take_value(args, i);
+    } else if (a == "--backend") {
+      backend = take_value(args, i);
+      if (backend != "cpu" && backend != "cuda") {
+        throw UsageError("--backend: expected cpu or cuda, got \"" + backend + "\"");
+      }
+    } else if (a == "--ranks") {
+      const std::string v = take_value(args, i);
+      char* end = nullptr;
+      ranks = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || ranks < 1 || ranks > 64) {
+        throw UsageError("--ranks: expected an integer from 1 to 64, got \"" + v + "\"");
+      }
+    } else if (a == "--timeout-s") {
+      const std::string v = take_value(args, i);
+      char* end = nullptr;
+      timeout_s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(timeout_s > 0) || timeout_s > 86400) {
+        throw UsageError("--timeout-s: expected seconds in (0, 86400], got \"" + v + "\"");
+      }
+    } else {
+      throw UsageError("calibrate: unexpected argument " + a);
+    }
+  }
+  if (backend == "cuda") {
+    throw UsageError("--backend cuda: CUDA calibration is not implemented (docs/realexec.md); use --backend cpu");
+  }
+  if (out_file.empty() && !json) throw UsageError("calibrate: expected --out FILE (or --json)");
+  realexec::LaunchRequest req;
+  std::error_code ec;
+  const auto dir = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  req.rank_exe = (dir / "shardsim-rank").string();
+  if (ec || !std::filesystem::exists(req.rank_exe, ec)) {
+    throw UsageError("--backend cpu: this shardsim was built without the CPU backend (shardsim-rank is missing)");
+  }
+  req.ranks = static_cast<int>(ranks);
+  req.timeout_s = timeout_s;
+  req.rank_args = {"--calibrate"};
+  if (quick) req.rank_args.push_back("--quick");
+  const std::string text = realexec::launch_ranks(req, ProgramSet{});
+  if (!out_file.empty()) {
+    std::string err;
+    if (!write_file_atomic(out_file, text, err)) throw UsageError(err);
+  }
+  if (json) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  const auto p = nlohmann::json::parse(text);
+  std::printf("CPU backend profile, %ld ranks%s\n", ranks, out_file.empty() ? "" : (" -> " + out_file).c_str());
+  for (const auto& m : p["compute"]["matmul"]) {
+    std::printf("  matmul %4lld^3        %6.1f GFLOP/s\n", m["m"].get<long long>(),
+                m["flops_per_s"].get<double>() * 1e-9);
+  }
+  std::printf("  attention (causal)   %6.1f GFLOP/s\n", p["compute"]["attention"]["flops_per_s"].get<double>() * 1e-9);
+  std::printf("  memory (stream)      %6.2f GB/s\n", p["compute"]["memory"]["GBps"].get<double>());
+  std::printf("  cross-entropy        %6.1f M values/s\n", p["compute"]["loss"]["values_per_s"].get<double>() * 1e-6);
+  for (const auto& c : p["collectives"]) {
+    const auto& bw = c["bandwidth_GBps"];
+    std::printf("  %-15s group %2d: latency %7.1f us, bandwidth %s GB/s\n", c["kind"].get<std::string>().c_str(),
+                c["group"].get<int>(), c["latency_us"].get<double>(),
+                bw.is_number() ? std::to_string(bw.get<double>()).substr(0, 6).c_str() : "n/a");
+  }
+  return 0;
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,70 @@
+// MPI helpers shared by the rank executor and the calibration benchmarks
+// (private to realexec/src).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace shardsim::realexec::detail {
+
+inline uint16_t to_bf16(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(bits >> 16);
+}
+inline float from_bf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+/// MPI reduction of bf16 values (fp16 collectives reduce the same way: same
+/// bytes, same cost): widen to fp32, add, round back.
+inline void bf16_sum(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = to_bf16(from_bf16(a[i]) + from_bf16(b[i]));
+}
+
+inline void check_mpi(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    throw std::runtime_error(std::string(what) + ": " + std::string(msg, static_cast<size_t>(len)));
+  }
+}
+
+/// Waits for `req` the way the rank executor polls: MPI_Test, then sleep a
+/// quarter of the time waited so far, clamped to [10, 200] us. (Blocking MPI
+/// calls under --oversubscribe yield the core between tests, and on a loaded
+/// machine one yield can cost a whole scheduler time slice, several ms.)
+inline void wait_polling(MPI_Request& req) {
+  using Us = std::chrono::microseconds;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    const auto waited = std::chrono::duration_cast<Us>(std::chrono::steady_clock::now() - start);
+    std::this_thread::sleep_for(std::clamp(waited / 4, Us(10), Us(200)));
+  }
+}
+
+/// A barrier that waits by polling (see wait_polling): ranks leave it
+/// within a poll interval of each other even on a loaded machine.
+inline void barrier_polling(MPI_Comm comm) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(comm, &req), "MPI_Ibarrier");
+  wait_polling(req);
+}
+
+}  // namespace shardsim::realexec::detail
