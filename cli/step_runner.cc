@@ -62,6 +62,7 @@ EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>
   opt.trace_devices = trace_devices;
   opt.collective = s.cluster.collective;
   opt.replica_shortcut = replica_shortcut;
+  opt.calibration = s.cluster.calibration.get();
   return opt;
 }
 

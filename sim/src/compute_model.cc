@@ -72,4 +72,21 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
   return (op.graphed ? SimTime() : chip.launch_overhead) + to_sim_time(std::max(mem_s, flop_s));
 }
 
+SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile& profile) {
+  const double bytes = static_cast<double>(op.bytes_read.value() + op.bytes_written.value());
+  double s = profile.memory_bytes_per_s > 0 ? bytes / profile.memory_bytes_per_s : 0;
+  if (op.compute == ComputeKind::kMatmul) {
+    const double volume = static_cast<double>(std::max<int64_t>(op.m, 1)) *
+                          static_cast<double>(std::max<int64_t>(op.n, 1)) *
+                          static_cast<double>(std::max<int64_t>(op.k, 1));
+    const double rate = profile.matmul_flops_per_s(volume);
+    if (rate > 0) s = op.flops.value() / rate;
+  } else if (op.compute == ComputeKind::kAttention && profile.attention_flops_per_s > 0) {
+    s = op.flops.value() / profile.attention_flops_per_s;
+  } else if (op.compute == ComputeKind::kLoss && profile.loss_values_per_s > 0) {
+    s = static_cast<double>(op.m) / profile.loss_values_per_s;
+  }
+  return (op.graphed ? SimTime() : chip.launch_overhead) + to_sim_time(s);
+}
+
 }  // namespace shardsim

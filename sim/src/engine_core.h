@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
 #include <random>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -126,7 +128,10 @@ class EngineCore {
         const Op& o = p.op(i);
         SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
         info.dep_count[i] = static_cast<uint16_t>(p.deps(i).size());
-        if (o.kind == OpKind::kCompute) info.duration[i] = compute_time(o, chip);
+        if (o.kind == OpKind::kCompute) {
+          info.duration[i] =
+              opt.calibration != nullptr ? calibrated_compute_time(o, chip, *opt.calibration) : compute_time(o, chip);
+        }
         if (o.kind == OpKind::kCollective) {
           SHARDSIM_ASSERT(!(o.axes & axis_bit(MeshAxis::kPp)), "collectives stay inside a pipeline stage");
           info.coll_slot[i] = slots;
@@ -255,6 +260,11 @@ class EngineCore {
     self().schedule(t, type, a, b);
   }
 
+  std::optional<CalibrationProfile::Fit> calibrated(const std::string& kind, int64_t group) const {
+    if (opt_.calibration == nullptr) return std::nullopt;
+    return opt_.calibration->fit(kind, group);
+  }
+
   /// The device `delta` steps away from d along `axis` (wrapping around).
   DeviceId peer_of(DeviceId d, MeshAxis axis, int delta) const {
     const int64_t n = mesh_.size(axis);
@@ -319,6 +329,12 @@ class EngineCore {
       clocks_[x].advance(now_);
       ++clocks_[x].comm_active;
     }
+    if (const auto fit = calibrated("send-recv", 2)) {
+      // Measured point-to-point: latency + bytes / bandwidth, no flow.
+      push(now_ + to_sim_time(fit->latency_s + static_cast<double>(o.comm_bytes.value()) / fit->bytes_per_s),
+           EvType::kTransferEnd, id, 0);
+      return;
+    }
     self().add_flow(d, dst, static_cast<double>(o.comm_bytes.value()), kP2pOwner | id);
     ++result_.flows;
   }
@@ -376,6 +392,14 @@ class EngineCore {
     }
     if (r.cached->plan.phases.empty()) {
       complete(id);
+      return;
+    }
+    if (const auto fit =
+            calibrated(std::string(to_string(o.collective)), static_cast<int64_t>(r.cached->members.size()))) {
+      // Measured collective: its fit replaces the plan's phases of flows.
+      r.phase = r.cached->plan.phases.size() - 1;
+      push(now_ + to_sim_time(fit->latency_s + static_cast<double>(o.comm_bytes.value()) / fit->bytes_per_s),
+           EvType::kPhaseEnd, id, 0);
       return;
     }
     start_phase(id);

@@ -176,3 +176,54 @@ TEST(ComputeModel, MemoryBoundOpsFollowHbmBandwidth) {
 
 }  // namespace
 }  // namespace shardsim
+
+namespace shardsim {
+namespace {
+
+// With a calibration profile, a compute op takes its measured rate and a
+// collective its fitted latency + bytes / bandwidth, not the flows.
+TEST(Calibration, MeasuredRatesReplaceTheRooflineAndTheFlows) {
+  CalibrationProfile prof;
+  prof.matmul = {{1e6, 1e10}, {1e9, 1e11}};  // 10 GFLOP/s at 100^3, 100 GFLOP/s at 1000^3
+  prof.attention_flops_per_s = 2e10;
+  prof.memory_bytes_per_s = 1e10;
+  prof.loss_values_per_s = 1e8;
+  prof.collectives = {{"all-reduce", 2, 100e-6, 1e9}, {"all-reduce", 8, 300e-6, 5e8}};
+  // Log-log interpolation: at 10^7.5 the rate is 10^10.5.
+  EXPECT_NEAR(prof.matmul_flops_per_s(std::pow(10.0, 7.5)), std::pow(10.0, 10.5), 1e3);
+  EXPECT_DOUBLE_EQ(prof.matmul_flops_per_s(1.0), 1e10);  // clamped
+  EXPECT_EQ(prof.fit("all-reduce", 3)->group, 2);
+  EXPECT_EQ(prof.fit("all-reduce", 6)->group, 8);
+  EXPECT_FALSE(prof.fit("all-gather", 2).has_value());
+
+  ChipSpec chip;
+  chip.bf16_peak = FlopsPerSec(1e15);
+  chip.hbm_bandwidth = BytesPerSec(1e15);
+  Op mm;
+  mm.compute = ComputeKind::kMatmul;
+  mm.m = mm.n = mm.k = 1000;
+  mm.flops = Flops(2e9);
+  EXPECT_EQ(calibrated_compute_time(mm, chip, prof).ps(), to_sim_time(2e9 / 1e11).ps());
+  Op loss;
+  loss.compute = ComputeKind::kLoss;
+  loss.m = 1'000'000;
+  EXPECT_EQ(calibrated_compute_time(loss, chip, prof).ps(), to_sim_time(1e6 / 1e8).ps());
+
+  // A lone 1 MB all-reduce over 2 devices takes the fit, whatever the fabric.
+  const Mesh m({1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+  TorusSpec t;
+  t.dims = {2};
+  t.wraparound = {false};
+  t.link_bandwidth = gbyte_per_s(1000);
+  const auto topo = make_torus(t);
+  EngineOptions opt;
+  opt.calibration = &prof;
+  const EngineResult r =
+      simulate(lone_collective_program(CollectiveKind::kAllReduce, Bytes(1'000'000), axis_bit(MeshAxis::kDp)), m, *topo,
+               chip, opt);
+  EXPECT_EQ(r.step_time.ps(), to_sim_time(100e-6 + 1e6 / 1e9).ps());
+  EXPECT_EQ(r.flows, 0u);
+}
+
+}  // namespace
+}  // namespace shardsim

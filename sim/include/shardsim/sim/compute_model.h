@@ -4,6 +4,7 @@
 
 #include "shardsim/core/program.h"
 #include "shardsim/core/units.h"
+#include "shardsim/topology/calibration.h"
 #include "shardsim/topology/chip.h"
 
 namespace shardsim {
@@ -18,5 +19,12 @@ FlopsPerSec peak_for(DType d, const ChipSpec& chip);
 
 /// Roofline time of a compute op, launch overhead included.
 SimTime compute_time(const Op& op, const ChipSpec& chip);
+
+/// The op's time from measured rates instead of peak x efficiency: matmuls
+/// at the profile's FLOP/s for their volume m·n·k (per product), attention
+/// at its measured FLOP/s, the loss at its measured values/s (exp-bound on
+/// CPUs), everything else at the measured streaming bandwidth; launch
+/// overhead as compute_time.
+SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile& profile);
 
 }  // namespace shardsim

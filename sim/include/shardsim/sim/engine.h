@@ -10,6 +10,7 @@
 #include "shardsim/core/program.h"
 #include "shardsim/core/step_report.h"
 #include "shardsim/core/timeline.h"
+#include "shardsim/topology/calibration.h"
 #include "shardsim/topology/chip.h"
 #include "shardsim/topology/mesh.h"
 #include "shardsim/topology/topology.h"
@@ -33,6 +34,10 @@ struct EngineOptions {
   /// seed instead of by id. Results must not depend on it (a test checks);
   /// it perturbs the order of same-instant events.
   uint64_t start_order_seed = 0;
+  /// Measured rates (cluster.calibration): compute ops take their
+  /// calibrated times, and a collective or transfer with a fit for its kind
+  /// takes latency + bytes / bandwidth instead of running flows.
+  const CalibrationProfile* calibration = nullptr;
 };
 
 struct EngineResult {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "shardsim/topology/calibration.h"
 #include "shardsim/topology/chip.h"
 #include "shardsim/topology/mesh.h"
 #include "shardsim/topology/topology.h"
@@ -21,6 +22,8 @@ struct ClusterSpec {
   TorusSpec torus;
   FatTreeSpec fat_tree;
   CollectiveCosts collective;  ///< base latency and pipeline chunk of collectives
+  /// Measured kernel and collective figures (cluster.calibration), or null.
+  std::shared_ptr<const CalibrationProfile> calibration;
 };
 
 /// Published measurements a scenario reproduces (its optional "published"
