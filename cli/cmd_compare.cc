@@ -11,7 +11,9 @@
 
 #include "args.h"
 #include "commands.h"
+#include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
+#include "shardsim/viz/html_report.h"
 
 namespace shardsim::cli {
 namespace {
@@ -58,10 +60,14 @@ double rel_error(double predicted, double measured) {
 
 int cmd_compare(const std::vector<std::string>& args) {
   std::vector<std::string> files;
+  std::string report;
   bool json = false;
-  for (const std::string& a : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--json") {
       json = true;
+    } else if (a == "--report") {
+      report = take_value(args, i);
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("compare: unknown option " + a);
     } else {
@@ -78,6 +84,15 @@ int cmd_compare(const std::vector<std::string>& args) {
   // communication kinds, which overlap compute and are left out).
   std::vector<std::string> kinds;
   for (const auto& [k, v] : pk) kinds.push_back(k);
+  if (!report.empty()) {
+    HtmlReportInput in;
+    in.title = "shardsim compare: " + files[0] + " against " + files[1];
+    in.predicted_step_s = pred;
+    in.measured_step_s = meas;
+    for (const std::string& k : kinds) in.comparison.push_back({k, pk.at(k), mk.count(k) ? mk.at(k) : 0.0});
+    std::string err;
+    if (!write_file_atomic(report, html_report(in), err)) throw UsageError(err);
+  }
   if (json) {
     nlohmann::ordered_json out;
     out["predicted_step_time_s"] = pred;

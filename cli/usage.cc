@@ -111,12 +111,13 @@ Usage:
       Micro-benchmarks on N ranks (default 2): matmul FLOP/s by size,
       attention, memory bandwidth, the loss kernel, and each collective by
       group and message size with a latency + size / bandwidth fit. Writes
-      the profile JSON (the simulator does not read it yet).
+      the profile JSON; a scenario uses it with "cluster": {"calibration":
+      FILE} (or --set cluster.calibration=FILE).
 
-  shardsim compare PREDICTED.json MEASURED.json [--json]
+  shardsim compare PREDICTED.json MEASURED.json [--json] [--report FILE]
       Step-time error and compute time per op kind of `simulate --json`
       (predicted) against `run --json` (measured); error = (predicted -
-      measured) / measured.
+      measured) / measured. --report writes them as an HTML bar chart.
 
   shardsim presets [list]            list chips, models and clusters
   shardsim presets show NAME         print one preset as JSON

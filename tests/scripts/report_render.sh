@@ -33,4 +33,13 @@ if [ ! -s "$work/report.png" ]; then
   echo "no screenshot was written"
   exit 1
 fi
-echo "rendered: $work/report.png ($(stat -c %s "$work/report.png") bytes)"
+# The comparison page of shardsim compare (fixtures of the compare goldens).
+fixtures=$(cd "$(dirname "$0")/../golden/commands" && pwd)
+"$bin" compare "$fixtures/compare_predicted.json" "$fixtures/compare_measured.json" --report "$work/compare.html" \
+  > /dev/null
+timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$work/compare.html" > "$work/compare_dom.html" 2> /dev/null
+if ! grep -q '<svg id="comparison"' "$work/compare_dom.html"; then
+  echo "plot \"comparison\" missing from the rendered compare page"
+  exit 1
+fi
+echo "rendered: $work/report.png ($(stat -c %s "$work/report.png") bytes) and the compare page"

@@ -420,6 +420,35 @@ std::string plans_section(const std::vector<ReportPlanPoint>& plans) {
          svg.finish("plans");
 }
 
+std::string comparison_section(const HtmlReportInput& in) {
+  if (in.comparison.empty()) return "";
+  const int left = 110, bar = 14, w = 700;
+  const int h = 20 + static_cast<int>(in.comparison.size() + 1) * (2 * bar + 12) + 40;
+  Svg svg(left + w + 180, h);
+  double top = std::max(in.predicted_step_s, in.measured_step_s);
+  for (const auto& r : in.comparison) top = std::max({top, r.predicted_s, r.measured_s});
+  const double xs = top > 0 ? w / top : 0;
+  double y = 20;
+  auto pair = [&](const std::string& name, double p, double m) {
+    svg.text(left - 6, y + bar + 4, name, "end");
+    svg.rect(left, y, p * xs, bar, "#4e79a7", name + " predicted " + dur(p));
+    svg.rect(left, y + bar, m * xs, bar, "#f28e2b", name + " measured " + dur(m));
+    const std::string err = m > 0 ? fmt("%+.1f%%", 100 * (p - m) / m) : "n/a";
+    svg.text(left + std::max(p, m) * xs + 6, y + bar + 4, dur(p) + " / " + dur(m) + " (" + err + ")");
+    y += 2 * bar + 12;
+  };
+  pair("step", in.predicted_step_s, in.measured_step_s);
+  for (const auto& r : in.comparison) pair(r.kind, r.predicted_s, r.measured_s);
+  svg.rect(left, y + 6, 12, 12, "#4e79a7");
+  svg.text(left + 16, y + 16, "predicted");
+  svg.rect(left + 100, y + 6, 12, 12, "#f28e2b");
+  svg.text(left + 116, y + 16, "measured");
+  return "<h2>Predicted against measured</h2>\n<p>The step time and the compute time per op kind of the "
+         "critical device (prediction) and of the measured run; errors are (predicted - measured) / measured."
+         "</p>\n" +
+         svg.finish("comparison");
+}
+
 }  // namespace
 
 std::string html_report(const HtmlReportInput& in) {
@@ -446,6 +475,7 @@ std::string html_report(const HtmlReportInput& in) {
     }
   }
   html += plans_section(in.plans);
+  html += comparison_section(in);
   return html + "</body>\n</html>\n";
 }
 

@@ -4,7 +4,7 @@
 // group size and message size, with a latency + size / bandwidth fit. Every
 // rank runs them at once, as in a real run.
 //
-// The profile is a measurement for a person (and, later, the simulator's
+// The profile is a measurement for a person and for the simulator (a
 // cluster.calibration): each fit is t(bytes) = latency + bytes / bandwidth by
 // least squares (relative error) over the message sizes.
 #pragma once

@@ -22,6 +22,13 @@ struct ReportPlanPoint {
   bool from_scenario = false;
 };
 
+/// One op kind of a predicted-against-measured comparison.
+struct ReportComparisonRow {
+  std::string kind;
+  double predicted_s = 0;
+  double measured_s = 0;
+};
+
 struct HtmlReportInput {
   std::string title;
   std::string plan_summary;  ///< one line describing the plan
@@ -31,6 +38,9 @@ struct HtmlReportInput {
   double peak_flops_per_s = 0;         ///< the roof of the roofline (dense bf16)
   double hbm_bytes_per_s = 0;
   std::vector<ReportPlanPoint> plans;  ///< empty unless from a search
+  /// `shardsim compare`: step times and compute time per op kind.
+  double predicted_step_s = 0, measured_step_s = 0;
+  std::vector<ReportComparisonRow> comparison;
 };
 
 std::string html_report(const HtmlReportInput& in);
