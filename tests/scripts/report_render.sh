@@ -37,7 +37,8 @@ fi
 fixtures=$(cd "$(dirname "$0")/../golden/commands" && pwd)
 "$bin" compare "$fixtures/compare_predicted.json" "$fixtures/compare_measured.json" --report "$work/compare.html" \
   > /dev/null
-timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$work/compare.html" > "$work/compare_dom.html" 2> /dev/null
+timeout 120 "$browser" "${flags[@]/profile/profile-compare}" --dump-dom "file://$work/compare.html" \
+  > "$work/compare_dom.html" 2> /dev/null
 if ! grep -q '<svg id="comparison"' "$work/compare_dom.html"; then
   echo "plot \"comparison\" missing from the rendered compare page"
   exit 1
