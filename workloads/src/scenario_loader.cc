@@ -284,6 +284,8 @@ std::shared_ptr<const CalibrationProfile> load_calibration(const std::string& pa
   if (!root.is_object()) throw InputError(path, "/", "expected a calibration profile object");
   auto prof = std::make_shared<CalibrationProfile>();
   prof->file = path;
+  prof->content_hash = 0xcbf29ce484222325ull;  // FNV-1a 64 of the file's bytes
+  for (unsigned char ch : ss.str()) prof->content_hash = (prof->content_hash ^ ch) * 0x100000001b3ull;
   ObjectReader r(root, path, "");
   r.string("backend", "");
   r.positive_int("ranks", 1);
@@ -726,6 +728,10 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char ch : root.dump(-1, ' ', false, Json::error_handler_t::replace)) {
     h = (h ^ ch) * 0x100000001b3ull;
+  }
+  // A calibration profile is named by path: its contents count too.
+  if (sc.cluster.calibration) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((sc.cluster.calibration->content_hash >> (8 * i)) & 0xff)) * 0x100000001b3ull;
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));

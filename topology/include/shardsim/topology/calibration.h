@@ -13,7 +13,8 @@
 namespace shardsim {
 
 struct CalibrationProfile {
-  std::string file;  ///< where it was read from
+  std::string file;           ///< where it was read from
+  uint64_t content_hash = 0;  ///< of the file's bytes (part of the scenario hash)
   /// Matmul FLOP/s measured at m x n x k; interpolated in log(m·n·k).
   struct MatmulPoint {
     double volume = 0;  ///< m·n·k
