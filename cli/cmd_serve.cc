@@ -1,14 +1,10 @@
 // shardsim serve: a request stream on serving replicas (continuous batching,
 // paged KV cache), each iteration timed by the simulator.
-#include <algorithm>
 #include <chrono>
 #include <cinttypes>
-#include <cmath>
 #include <cstdio>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "args.h"

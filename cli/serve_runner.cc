@@ -57,7 +57,6 @@ class IterationTimer {
       const ProgramSet programs = lower_iteration(replica_, shape);
       const EngineOptions opt = step_engine_options(replica_, {}, replica_.plan.dp > 1);
       it->second = simulate(programs, *mesh_, *topo_, replica_.cluster.chip, opt).step_time.seconds();
-      events_ += 1;
     }
     return it->second;
   }
@@ -69,7 +68,6 @@ class IterationTimer {
   std::unique_ptr<Topology> topo_;
   std::unique_ptr<Mesh> mesh_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, double> cache_;
-  int64_t events_ = 0;
 };
 
 /// Moving one request's KV cache from a prefill replica to a decode replica:

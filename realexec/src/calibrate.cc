@@ -227,15 +227,7 @@ Json collective_benchmarks(bool quick, int rank, int world, ProgressWriter& prog
 }  // namespace
 
 int run_calibration(const CalibrateOptions& opt) {
-  int provided = 0;
-  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
-    std::fprintf(stderr, "shardsim-rank: error: MPI_Init_thread failed\n");
-    return 1;
-  }
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  try {
+  return detail::run_mpi_rank([&](int rank, int world) {
     set_blas_threads(1);
     ::prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us timer slack, as in real runs: polls wake on time
     ProgressWriter progress(opt.progress_dir, rank);
@@ -253,14 +245,8 @@ int run_calibration(const CalibrateOptions& opt) {
       std::string err;
       if (!write_file_atomic(opt.result_file, profile.dump(2) + "\n", err)) throw std::runtime_error(err);
     }
-    MPI_Finalize();
     return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "shardsim-rank: rank %d: error: %s\n", rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
-  }
+  });
 }
 
 }  // namespace shardsim::realexec

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -65,6 +66,32 @@ inline void barrier_polling(MPI_Comm comm) {
   MPI_Request req = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(comm, &req), "MPI_Ibarrier");
   wait_polling(req);
+}
+
+/// A rank program's frame: initializes MPI (MPI_THREAD_FUNNELED), runs
+/// `body(rank, world)`, finalizes; an exception prints one line naming the
+/// rank and aborts the whole job (so the launcher sees it at once).
+template <typename Body>
+int run_mpi_rank(Body&& body) {
+  int provided = 0;
+  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "shardsim-rank: error: MPI_Init_thread failed\n");
+    return 1;
+  }
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  try {
+    if (provided < MPI_THREAD_FUNNELED) throw std::runtime_error("the MPI library does not support threads");
+    const int rc = body(rank, world);
+    MPI_Finalize();
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardsim-rank: rank %d: error: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+  }
 }
 
 }  // namespace shardsim::realexec::detail

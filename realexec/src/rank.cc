@@ -33,49 +33,6 @@
 
 namespace shardsim::realexec {
 
-FaultSpec parse_fault(const std::string& text) {
-  FaultSpec f;
-  if (text.empty()) return f;
-  auto bad = [&](const std::string& why) {
-    return std::invalid_argument("SHARDSIM_FAULT=\"" + text + "\": " + why +
-                                 " (expected kill:rank=R:op=N, delay:rank=R:op=N:s=S or corrupt:rank=R:op=N)");
-  };
-  std::vector<std::string> parts;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t end = std::min(text.find(':', pos), text.size());
-    parts.push_back(text.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  if (parts[0] == "kill") {
-    f.kind = FaultSpec::Kind::kKill;
-  } else if (parts[0] == "delay") {
-    f.kind = FaultSpec::Kind::kDelay;
-  } else if (parts[0] == "corrupt") {
-    f.kind = FaultSpec::Kind::kCorrupt;
-  } else {
-    throw bad("unknown fault \"" + parts[0] + "\"");
-  }
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const size_t eq = parts[i].find('=');
-    if (eq == std::string::npos) throw bad("expected KEY=VALUE, got \"" + parts[i] + "\"");
-    const std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
-    if (key != "rank" && key != "op" && key != "s") throw bad("unknown key \"" + key + "\"");
-    size_t used = 0;
-    try {
-      if (key == "rank") f.rank = std::stoi(value, &used);
-      if (key == "op") f.op = std::stoll(value, &used);
-      if (key == "s") f.delay_s = std::stod(value, &used);
-    } catch (const std::logic_error&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size()) throw bad("bad number in \"" + parts[i] + "\"");
-  }
-  if (f.rank < 0 || f.op < 0) throw bad("rank and op are required");
-  if (f.kind == FaultSpec::Kind::kDelay && !(f.delay_s > 0)) throw bad("delay needs s=SECONDS > 0");
-  return f;
-}
-
 namespace {
 
 using detail::bf16_sum;
@@ -716,25 +673,7 @@ int run(const Scenario& s, const RankOptions& opt, int rank, int world, Measured
 }  // namespace
 
 int run_rank(const Scenario& s, const RankOptions& opt, MeasuredRun* measured) {
-  int provided = 0;
-  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
-    std::fprintf(stderr, "shardsim-rank: error: MPI_Init_thread failed\n");
-    return 1;
-  }
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  try {
-    if (provided < MPI_THREAD_FUNNELED) throw std::runtime_error("the MPI library does not support threads");
-    const int rc = run(s, opt, rank, world, measured);
-    MPI_Finalize();
-    return rc;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "shardsim-rank: rank %d: error: %s\n", rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
-  }
+  return detail::run_mpi_rank([&](int rank, int world) { return run(s, opt, rank, world, measured); });
 }
 
 }  // namespace shardsim::realexec

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "json_reader.h"
+#include "loader_parts.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/presets.h"
 #include "shardsim/workloads/scenario.h"
@@ -14,13 +15,13 @@ namespace shardsim {
 namespace {
 
 using detail::Json;
+using detail::kMaxDevices;
+using detail::kMaxDim;
+using detail::kMaxLayers;
+using detail::load_calibration;
 using detail::ObjectReader;
-
-// Caps that keep absurd inputs from allocating the machine away.
-constexpr int64_t kMaxDevices = 1 << 20;
-constexpr int64_t kMaxLayers = 10'000;
-constexpr int64_t kMaxDim = 1 << 24;
-constexpr int64_t kMaxOpsEstimate = 200'000'000;  // devices x ops per device
+using detail::parse_serving;
+using detail::sibling_path;
 
 std::string read_file(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
@@ -274,78 +275,6 @@ TorusSpec parse_torus(ObjectReader& r, const ChipSpec& chip, int64_t devices, Cl
   return t;
 }
 
-/// A profile written by `shardsim calibrate` (realexec/src/calibrate.cc).
-std::shared_ptr<const CalibrationProfile> load_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot read the calibration profile (cluster.calibration)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const Json root = detail::parse_json_text(ss.str(), path);
-  if (!root.is_object()) throw InputError(path, "/", "expected a calibration profile object");
-  auto prof = std::make_shared<CalibrationProfile>();
-  prof->file = path;
-  prof->content_hash = 0xcbf29ce484222325ull;  // FNV-1a 64 of the file's bytes
-  for (unsigned char ch : ss.str()) prof->content_hash = (prof->content_hash ^ ch) * 0x100000001b3ull;
-  ObjectReader r(root, path, "");
-  r.string("backend", "");
-  r.positive_int("ranks", 1);
-  r.string("note", "");
-  ObjectReader c(r.raw("compute"), path, "/compute");
-  const Json& mm = c.raw("matmul");
-  if (!mm.is_array() || mm.empty() || mm.size() > 1000) c.fail("matmul", "expected an array of measured matmuls");
-  for (size_t i = 0; i < mm.size(); ++i) {
-    ObjectReader m(mm[i], path, "/compute/matmul/" + std::to_string(i));
-    const double v = static_cast<double>(m.positive_int("m")) * static_cast<double>(m.positive_int("n")) *
-                     static_cast<double>(m.positive_int("k"));
-    m.positive_number("time_s");
-    prof->matmul.push_back({v, m.positive_number("flops_per_s")});
-    m.done();
-  }
-  std::sort(prof->matmul.begin(), prof->matmul.end(), [](const auto& a, const auto& b) { return a.volume < b.volume; });
-  {
-    ObjectReader a(c.raw("attention"), path, "/compute/attention");
-    a.positive_int("tokens");
-    a.positive_int("heads");
-    a.positive_int("head_dim");
-    a.positive_number("time_s");
-    prof->attention_flops_per_s = a.positive_number("flops_per_s");
-    a.done();
-    ObjectReader mem(c.raw("memory"), path, "/compute/memory");
-    mem.positive_int("bytes");
-    mem.positive_number("time_s");
-    prof->memory_bytes_per_s = mem.positive_number("GBps") * 1e9;
-    mem.done();
-    ObjectReader l(c.raw("loss"), path, "/compute/loss");
-    l.positive_int("values");
-    l.positive_number("time_s");
-    prof->loss_values_per_s = l.positive_number("values_per_s");
-    l.done();
-  }
-  c.done();
-  const Json& cs = r.raw("collectives");
-  if (!cs.is_array() || cs.size() > 10000) r.fail("collectives", "expected an array of collective fits");
-  for (size_t i = 0; i < cs.size(); ++i) {
-    ObjectReader f(cs[i], path, "/collectives/" + std::to_string(i));
-    CalibrationProfile::Fit fit;
-    fit.kind =
-        f.choice("kind", {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "send-recv"}, "");
-    fit.group = f.positive_int("group");
-    f.raw("points");
-    fit.latency_s = f.number_in("latency_us", 0, 1e9, 0) * 1e-6;
-    fit.bytes_per_s = f.positive_number("bandwidth_GBps") * 1e9;
-    f.done();
-    prof->collectives.push_back(fit);
-  }
-  r.done();
-  return prof;
-}
-
-std::string sibling_path(const std::string& file, const std::string& name) {
-  if (!name.empty() && name.front() == '/') return name;
-  const size_t slash = file.find_last_of('/');
-  return slash == std::string::npos ? name : file.substr(0, slash + 1) + name;
-}
-
 ClusterSpec parse_cluster(const Json& j, const std::string& file) {
   if (j.is_string()) return parse_cluster(preset_json("cluster", j.get<std::string>(), file, "/cluster"), file);
   ObjectReader r(j, file, "/cluster");
@@ -530,76 +459,6 @@ SimulatorSpec parse_simulator(const Json& j, const std::string& file) {
   return s;
 }
 
-LengthDistribution parse_length(const Json& j, const std::string& file, const std::string& ptr) {
-  LengthDistribution d;
-  if (j.is_number_integer()) {
-    const int64_t v = j.get<int64_t>();
-    if (v < 1 || v > (int64_t{1} << 20)) {
-      throw InputError(file, ptr, "expected a token count from 1 to 1048576, got " + detail::describe(j));
-    }
-    d.mean = static_cast<double>(v);
-    d.min = d.max = v;
-    return d;
-  }
-  if (!j.is_object()) {
-    throw InputError(
-        file, ptr,
-        "expected a token count or {\"dist\": \"fixed|uniform|lognormal\", ...}, got " + detail::describe(j));
-  }
-  ObjectReader r(j, file, ptr);
-  const std::string kind = r.choice("dist", {"fixed", "uniform", "lognormal"}, "fixed");
-  d.kind = kind == "uniform"     ? LengthDistribution::Kind::kUniform
-           : kind == "lognormal" ? LengthDistribution::Kind::kLognormal
-                                 : LengthDistribution::Kind::kFixed;
-  constexpr int64_t kMaxLen = int64_t{1} << 20;
-  if (d.kind == LengthDistribution::Kind::kFixed) {
-    d.min = d.max = r.int_in("tokens", 1, kMaxLen, 1);
-    d.mean = static_cast<double>(d.min);
-  } else {
-    d.min = r.int_in("min", 1, kMaxLen, 1);
-    d.max = r.int_in("max", 1, kMaxLen, kMaxLen);
-    if (d.max < d.min) r.fail("max", "max must be at least min");
-    d.mean = d.kind == LengthDistribution::Kind::kUniform
-                 ? (static_cast<double>(d.min) + static_cast<double>(d.max)) / 2
-                 : r.number_in("mean", 1, static_cast<double>(kMaxLen), 512);
-    if (d.kind == LengthDistribution::Kind::kLognormal) d.sigma = r.number_in("sigma", 0, 4, 0.5);
-  }
-  r.done();
-  return d;
-}
-
-ServingSpec parse_serving(const Json& j, const std::string& file, const Plan& plan) {
-  if (!j.is_object()) throw InputError(file, "/serving", "expected an object, got " + detail::describe(j));
-  ObjectReader r(j, file, "/serving");
-  ServingSpec s;
-  s.present = true;
-  s.trace_file = r.string("trace_file", "");
-  if (s.trace_file.empty()) {
-    s.requests = r.int_in("requests", 1, 1'000'000, 1000);
-    s.rate_per_s = r.number_in("rate_per_s", 1e-6, 1e9, 1.0);
-    s.seed = static_cast<uint64_t>(r.int_in("seed", 0, INT64_MAX, 1));
-    s.prompt =
-        parse_length(r.has("prompt_tokens") ? r.raw("prompt_tokens") : Json(512), file, "/serving/prompt_tokens");
-    s.output =
-        parse_length(r.has("output_tokens") ? r.raw("output_tokens") : Json(128), file, "/serving/output_tokens");
-  }
-  s.max_batch = r.int_in("max_batch", 1, 1 << 20, 256);
-  s.max_batched_tokens = r.int_in("max_batched_tokens", 1, 1 << 24, 8192);
-  s.block_tokens = r.int_in("block_tokens", 1, 1 << 16, 16);
-  s.kv_memory_fraction = r.number_in("kv_memory_fraction", 0.01, 1.0, 0.9);
-  s.chunked_prefill = r.boolean("chunked_prefill", false);
-  s.prefill_replicas = r.int_in("prefill_replicas", 0, 1 << 20, 0);
-  r.done();
-  if (s.prefill_replicas > 0 && s.prefill_replicas >= plan.dp) {
-    r.fail("prefill_replicas", "disaggregation needs fewer prefill replicas (" + std::to_string(s.prefill_replicas) +
-                                   ") than plan.dp (" + std::to_string(plan.dp) + ") so some replicas decode");
-  }
-  if (s.prefill_replicas > 0 && s.chunked_prefill) {
-    r.fail("chunked_prefill", "chunked prefill mixes prefill and decode on one replica; disaggregation separates them");
-  }
-  return s;
-}
-
 Json load_root(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
   Json root = detail::parse_json_text(text, name);
   if (!root.is_object()) throw InputError(name, "/", "expected a scenario object with model, cluster and plan");
@@ -608,106 +467,6 @@ Json load_root(const std::string& text, const std::string& name, const std::vect
 }
 
 }  // namespace
-
-std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const ClusterSpec& c) {
-  auto s = [](int64_t x) { return std::to_string(x); };
-  if (p.cp > 1) {
-    if (p.seq_len % (2 * p.cp) != 0) {
-      return PlanIssue{"cp", "cp (" + s(p.cp) + ") needs seq_len (" + s(p.seq_len) +
-                                 ") to split into 2·cp equal chunks (load-balanced causal ring attention)"};
-    }
-    if (!p.fused_attention) return PlanIssue{"cp", "ring attention (cp > 1) needs \"attention\": \"fused\""};
-  }
-  if (p.ep > 1 && !m.is_moe())
-    return PlanIssue{"ep", "expert parallelism needs a mixture-of-experts model; use ep = 1"};
-  if (p.fsdp_bucket_params > 0 && p.zero != 3) return PlanIssue{"fsdp_bucket_params", "needs zero 3"};
-  if (p.fsdp_bucket_params > 0 && p.fsdp_bucket_params < 1'000'000) {
-    return PlanIssue{"fsdp_bucket_params", "at least 1,000,000 parameters per bucket are supported"};
-  }
-  if (p.fsdp_shard_size > 0) {
-    if (p.zero != 3) return PlanIssue{"fsdp_shard_size", "hybrid FSDP needs zero 3"};
-    if (p.dp % p.fsdp_shard_size != 0) {
-      return PlanIssue{"fsdp_shard_size",
-                       "fsdp_shard_size (" + s(p.fsdp_shard_size) + ") must divide dp (" + s(p.dp) + ")"};
-    }
-    if (p.ep > 1) return PlanIssue{"fsdp_shard_size", "hybrid FSDP with expert parallelism is not supported yet"};
-  }
-  if (p.dp % p.ep != 0)
-    return PlanIssue{"ep",
-                     "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks"};
-  if (m.is_moe() && m.moe.experts % p.ep != 0) {
-    return PlanIssue{"ep", "ep (" + s(p.ep) + ") must divide the " + s(m.moe.experts) + " experts"};
-  }
-  if (m.is_moe() && p.tp > 1 && !p.sequence_parallel && !p.inference()) {
-    return PlanIssue{"sequence_parallel",
-                     "a mixture of experts with tp > 1 needs sequence_parallel: each tp rank routes its own tokens"};
-  }
-  if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
-    return PlanIssue{"matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak"};
-  }
-  if (m.heads % p.tp != 0) return PlanIssue{"tp", "tp (" + s(p.tp) + ") must divide heads (" + s(m.heads) + ")"};
-  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
-    return PlanIssue{"tp", "tp (" + s(p.tp) + ") and kv_heads (" + s(m.kv_heads) + ") must divide one another"};
-  }
-  if (m.ffn_hidden % p.tp != 0)
-    return PlanIssue{"tp", "tp (" + s(p.tp) + ") must divide ffn_hidden (" + s(m.ffn_hidden) + ")"};
-  if (p.sequence_parallel && (p.seq_len / p.cp) % p.tp != 0) {
-    return PlanIssue{"seq_len", "with sequence_parallel, tp (" + s(p.tp) + ") must divide the tokens per cp rank (" +
-                                    s(p.seq_len / p.cp) + ")"};
-  }
-  __int128 prod = static_cast<__int128>(p.dp) * p.tp * p.pp * p.cp;
-  if (prod != c.devices) {
-    const std::string got =
-        prod > kMaxDevices ? std::string("more than ") + s(kMaxDevices) : s(static_cast<int64_t>(prod));
-    return PlanIssue{"", "dp·tp·pp·cp = " + got + " but the cluster has " + s(c.devices) + " devices"};
-  }
-  if (p.pp > 1024) return PlanIssue{"pp", "at most 1024 pipeline stages are supported"};
-  if (p.schedule == PipelineSchedule::kOneFOneB && p.virtual_stages > 1) {
-    return PlanIssue{"virtual_stages", "virtual_stages > 1 needs schedule \"interleaved\" (or \"gpipe\")"};
-  }
-  if (p.layers_per_stage.empty()) {
-    if (p.pp * p.virtual_stages > m.layers) {
-      return PlanIssue{"virtual_stages",
-                       "pp·virtual_stages (" + s(p.pp * p.virtual_stages) + ") exceeds the " + s(m.layers) + " layers"};
-    }
-  } else {
-    if (static_cast<int64_t>(p.layers_per_stage.size()) != p.pp * p.virtual_stages) {
-      return PlanIssue{"layers_per_stage", "expected pp·virtual_stages = " + s(p.pp * p.virtual_stages) +
-                                               " entries, got " + s(static_cast<int64_t>(p.layers_per_stage.size()))};
-    }
-    int64_t sum = 0;
-    for (int64_t x : p.layers_per_stage) sum += x;
-    if (sum != m.layers) {
-      return PlanIssue{"layers_per_stage",
-                       "the entries sum to " + s(sum) + " but the model has " + s(m.layers) + " layers"};
-    }
-  }
-  if (p.global_batch % (p.dp * p.microbatch_size) != 0) {
-    return PlanIssue{"global_batch", "global_batch (" + s(p.global_batch) +
-                                         ") must be a multiple of dp·microbatch_size (" + s(p.dp * p.microbatch_size) +
-                                         ")"};
-  }
-  if (p.schedule == PipelineSchedule::kInterleaved && p.pp > 1 && p.microbatches() % p.pp != 0) {
-    return PlanIssue{"global_batch", "the interleaved schedule needs the microbatches per replica (" +
-                                         s(p.microbatches()) + ") to be a multiple of pp (" + s(p.pp) + ")"};
-  }
-  const __int128 tokens = static_cast<__int128>(p.global_batch) * p.seq_len;
-  if (tokens > (static_cast<__int128>(1) << 50))
-    return PlanIssue{"global_batch", "global_batch·seq_len exceeds 2^50 tokens"};
-  if (p.seq_len > (int64_t{1} << 24))
-    return PlanIssue{"seq_len", "at most 2^24 (16,777,216) tokens per sequence are supported"};
-  if (p.microbatch_size > (int64_t{1} << 24) || p.microbatch_size * p.seq_len > (int64_t{1} << 26)) {
-    return PlanIssue{"microbatch_size", "microbatch_size·seq_len exceeds 2^26 tokens per microbatch"};
-  }
-  const __int128 ops = static_cast<__int128>(c.devices) * p.microbatches() * m.layers *
-                       (p.recompute == Recompute::kFull ? 60 : 40) / p.pp;
-  if (ops > kMaxOpsEstimate) {
-    return PlanIssue{"", "the step would have about " + s(static_cast<int64_t>(std::min<__int128>(ops, INT64_MAX))) +
-                             " device-ops, more than the supported " + s(kMaxOpsEstimate) +
-                             "; use a larger microbatch_size or fewer devices"};
-  }
-  return std::nullopt;
-}
 
 Scenario parse_scenario(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {
   Json root = load_root(text, name, overrides);

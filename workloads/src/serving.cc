@@ -318,7 +318,6 @@ ServeResult simulate_serving(const Scenario& s, const std::vector<ServeRequest>&
     current[r] = std::move(run);
     ServeIteration it;
     it.replica = static_cast<int32_t>(r);
-    it.prefill_replica = rep.prefill_only;
     it.start_s = now;
     it.end_s = now + dt;
     it.shape = shape;

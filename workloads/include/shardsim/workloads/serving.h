@@ -31,7 +31,6 @@ std::vector<ServeRequest> serving_requests(const Scenario& s);
 /// One iteration a replica ran.
 struct ServeIteration {
   int32_t replica = 0;
-  bool prefill_replica = false;  ///< disaggregated prefill replica
   double start_s = 0;
   double end_s = 0;
   IterationShape shape;

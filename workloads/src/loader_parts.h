@@ -1,0 +1,28 @@
+// Private to workloads/: the parts of the scenario loader that live in their
+// own files (calibration profiles, the serving object, plan checks) and the
+// caps they share.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "json_reader.h"
+#include "shardsim/workloads/scenario.h"
+
+namespace shardsim::detail {
+
+// Caps that keep absurd inputs from allocating the machine away.
+inline constexpr int64_t kMaxDevices = 1 << 20;
+inline constexpr int64_t kMaxLayers = 10'000;
+inline constexpr int64_t kMaxDim = 1 << 24;
+inline constexpr int64_t kMaxOpsEstimate = 200'000'000;  // devices x ops per device
+
+/// `name` relative to the directory of `file` (unless absolute).
+std::string sibling_path(const std::string& file, const std::string& name);
+/// A profile written by `shardsim calibrate` (calibration_loader.cc).
+std::shared_ptr<const CalibrationProfile> load_calibration(const std::string& path);
+/// The scenario's "serving" object (serving_loader.cc).
+ServingSpec parse_serving(const Json& j, const std::string& file, const Plan& plan);
+
+}  // namespace shardsim::detail
