@@ -13,20 +13,10 @@
 #include <string>
 #include <thread>
 
+#include "bf16.h"
+
 namespace shardsim::realexec::detail {
 
-inline uint16_t to_bf16(float f) {
-  uint32_t bits = 0;
-  std::memcpy(&bits, &f, 4);
-  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
-  return static_cast<uint16_t>(bits >> 16);
-}
-inline float from_bf16(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f = 0;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 /// MPI reduction of bf16 values (fp16 collectives reduce the same way: same
 /// bytes, same cost): widen to fp32, add, round back.
 inline void bf16_sum(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {

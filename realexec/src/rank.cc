@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "comm_check.h"
+#include "gather.h"
 #include "mpi_util.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/realexec/kernels.h"
@@ -38,16 +40,11 @@ namespace {
 using detail::bf16_sum;
 using detail::check_mpi;
 using detail::from_bf16;
+using detail::pattern;
 using detail::to_bf16;
 using Clock = std::chrono::steady_clock;
 
-// ---- values of communication buffers ---------------------------------------
-// --verify fills every send buffer with value(r, i) = (r + 1) + (i mod 7) for
-// the sender's rank r in its group (small integers: exact in bf16, fp32 and
-// int8), so each collective's result is known in closed form.
-float pattern(int64_t r, int64_t i) {
-  return static_cast<float>(r + 1 + i % 7);
-}
+// ---- values of communication buffers (verify_pattern.h) --------------------
 void store(std::byte* buf, int64_t width, int64_t i, float v) {
   if (width == 4) {
     std::memcpy(buf + 4 * i, &v, 4);
@@ -437,46 +434,20 @@ void Executor::finish_comm(const InFlight& fl) {
                std::to_string(want));
       return false;
     };
+    detail::ReceiveCheck c;
     if (op.kind == OpKind::kRecv) {
       ++stats_.transfers_checked;
-      const int peer = peer_of(op);
-      const int64_t n = comm_footprint(op, 1).recv_bytes / w;
-      for (int64_t i = 0; i < n; ++i) {
-        if (!expect(i, pattern(peer, i), load(buf.recv.data(), w, i))) break;
-      }
+      c = detail::receive_check(op, 1, 0, peer_of(op));
     } else {
       ++stats_.collectives_checked;
       MPI_Comm comm = comm_of(op);
       int g = 1, gr = 0;
       MPI_Comm_size(comm, &g);
       MPI_Comm_rank(comm, &gr);
-      const CommFootprint f = comm_footprint(op, g);
-      const int64_t n_recv = f.recv_bytes / w, c = std::min(f.send_bytes, f.recv_bytes) / w;
-      // Σ_r value(r, i) = g(g+1)/2 + g·(i mod 7)
-      auto sum = [&](int64_t i) { return static_cast<float>(g * (g + 1) / 2 + g * (i % 7)); };
-      for (int64_t i = 0; i < n_recv; ++i) {
-        float want = 0;
-        switch (op.collective) {
-          case CollectiveKind::kAllReduce:
-            want = sum(i);
-            break;
-          case CollectiveKind::kAllGather:
-            want = pattern(i / c, i % c);
-            break;
-          case CollectiveKind::kReduceScatter:
-            want = sum(gr * c + i);
-            break;
-          case CollectiveKind::kAllToAll: {
-            const int64_t chunk = n_recv / g;
-            want = pattern(i / chunk, gr * chunk + i % chunk);
-            break;
-          }
-          case CollectiveKind::kBroadcast:
-            want = pattern(0, i);
-            break;
-        }
-        if (!expect(i, want, load(buf.recv.data(), w, i))) break;
-      }
+      c = detail::receive_check(op, g, gr, 0);
+    }
+    for (int64_t i = 0; i < c.n_recv; ++i) {
+      if (!expect(i, detail::expected_value(c, i), load(buf.recv.data(), w, i))) break;
     }
   }
   complete(fl.op);
@@ -604,69 +575,14 @@ int run(const Scenario& s, const RankOptions& opt, int rank, int world, Measured
     const double t = ex.run_step(step, step == total - 1);
     if (step >= opt.warmup_steps) local_s.push_back(t);
   }
-  // Gather at rank 0: slowest rank per step, every rank's spans, verify counts.
-  std::vector<double> step_s(local_s.size());
-  check_mpi(MPI_Reduce(local_s.data(), step_s.data(), static_cast<int>(local_s.size()), MPI_DOUBLE, MPI_MAX, 0,
-                       MPI_COMM_WORLD),
-            "MPI_Reduce");
-  std::vector<int64_t> packed;
-  for (const TimelineSpan& sp : ex.spans()) {
-    packed.insert(packed.end(), {sp.device, sp.program, sp.stream, sp.op, sp.start.ps(), sp.end.ps()});
-  }
-  const int mine = static_cast<int>(packed.size());
-  std::vector<int> counts(static_cast<size_t>(world)), displs(static_cast<size_t>(world));
-  check_mpi(MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
-  int total_count = 0;
-  for (int r = 0; r < world; ++r) {
-    displs[static_cast<size_t>(r)] = total_count;
-    total_count += counts[static_cast<size_t>(r)];
-  }
-  std::vector<int64_t> all(static_cast<size_t>(rank == 0 ? total_count : 0));
-  check_mpi(MPI_Gatherv(packed.data(), mine, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, 0,
-                        MPI_COMM_WORLD),
-            "MPI_Gatherv");
   VerifyStats& st = ex.stats();
   local.collectives_checked += st.collectives_checked;
   local.transfers_checked += st.transfers_checked;
   local.mismatches += st.mismatches;
   if (local.first_mismatch.empty()) local.first_mismatch = st.first_mismatch;
-  int64_t counts_in[4] = {local.kernels_checked, local.collectives_checked, local.transfers_checked, local.mismatches};
-  int64_t counts_out[4] = {0, 0, 0, 0};
-  check_mpi(MPI_Reduce(counts_in, counts_out, 4, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
-  constexpr int kMsg = 256;
-  char msg[kMsg] = {};
-  std::snprintf(msg, kMsg, "%s", local.first_mismatch.c_str());
-  std::vector<char> msgs(static_cast<size_t>(rank == 0 ? world * kMsg : 0));
-  check_mpi(MPI_Gather(msg, kMsg, MPI_CHAR, msgs.data(), kMsg, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Gather");
   progress.record().state.store(static_cast<int32_t>(RankState::kDone));
   progress.touch();
-  if (rank != 0) return 0;
-  MeasuredRun r;
-  r.ranks = world;
-  r.warmup_steps = opt.warmup_steps;
-  r.step_times_s = step_s;
-  r.trace_step = static_cast<int>(step_s.size()) - 1;
-  for (size_t i = 0; i + 6 <= all.size(); i += 6) {
-    r.timeline.spans.push_back({static_cast<uint32_t>(all[i]), static_cast<uint16_t>(all[i + 1]),
-                                static_cast<StreamId>(all[i + 2]), static_cast<OpId>(all[i + 3]),
-                                SimTime::from_ps(all[i + 4]), SimTime::from_ps(all[i + 5])});
-  }
-  std::stable_sort(r.timeline.spans.begin(), r.timeline.spans.end(),
-                   [](const TimelineSpan& a, const TimelineSpan& b) { return a.end < b.end; });
-  for (int d = 0; d < world; ++d) r.timeline.devices.push_back(static_cast<uint32_t>(d));
-  r.verify.enabled = opt.verify;
-  r.verify.kernels_checked = counts_out[0];
-  r.verify.collectives_checked = counts_out[1];
-  r.verify.transfers_checked = counts_out[2];
-  r.verify.mismatches = counts_out[3];
-  for (int d = 0; d < world && r.verify.first_mismatch.empty(); ++d) {
-    r.verify.first_mismatch = std::string(msgs.data() + static_cast<size_t>(d) * kMsg);
-  }
-  if (!opt.result_file.empty()) {
-    std::string err;
-    if (!write_file_atomic(opt.result_file, measured_run_json(r), err)) throw std::runtime_error(err);
-  }
-  if (measured != nullptr) *measured = std::move(r);
+  detail::gather_measured_run(local_s, ex.spans(), local, opt, rank, world, measured);
   return 0;
 }
 
