@@ -34,6 +34,89 @@ ComputeFootprint compute_footprint(const Op& op, const KernelContext& ctx) {
   return {in, out};
 }
 
+KernelCall kernel_call(const Op& op, const KernelContext& ctx, bool ring) {
+  using K = KernelCall::Kernel;
+  KernelCall c;
+  const ComputeFootprint f = compute_footprint(op, ctx);
+  const int64_t n_in = std::max<int64_t>(1, op.bytes_read.value() / 4);
+  const int64_t n_out = std::max<int64_t>(1, op.bytes_written.value() / 4);
+  const int64_t b = std::max<int64_t>(1, op.batch);
+  c.n_in = n_in;
+  c.n_out = n_out;
+  switch (op.compute) {
+    case ComputeKind::kMatmul:
+      c.kernel = K::kMatmul;
+      c.batch = b;
+      c.m = op.m;
+      c.n = op.n;
+      c.k = op.k;
+      c.in[1] = b * op.m * op.k;
+      return c;
+    case ComputeKind::kAttention: {
+      AttentionShape& s = c.attention;
+      s.batch = b;
+      s.queries = op.m;
+      s.keys = op.n;
+      s.heads = op.k % ctx.head_dim == 0 ? op.k / ctx.head_dim : 1;
+      s.head_dim = op.k / s.heads;
+      // Ring attention steps exchange whole key blocks: run them unmasked.
+      s.causal = op.m == op.n && !ring;
+      const int64_t q = b * op.m * op.k, kv = b * op.n * op.k;
+      if (op.pass == Pass::kBackward) {
+        c.kernel = K::kAttentionBackward;
+        // q, o, dout, k, v, lse -> dq, dk, dv
+        const int64_t in[6] = {0, q, 2 * q, 3 * q, 3 * q + kv, 3 * q + 2 * kv};
+        std::copy(in, in + 6, c.in);
+        c.out[1] = q;
+        c.out[2] = q + kv;
+      } else {
+        c.kernel = K::kAttentionForward;
+        c.in[1] = q;
+        c.in[2] = q + kv;
+        c.out[1] = q;
+      }
+      return c;
+    }
+    case ComputeKind::kNorm:
+      c.kernel = K::kRmsnorm;
+      c.with_grad = f.inputs > n_out + std::max<int64_t>(1, op.n);
+      c.row = std::max<int64_t>(1, op.n);
+      c.in[1] = (c.with_grad ? 2 : 1) * n_out;  // the weight row
+      c.in[2] = n_out;                          // the gradient
+      return c;
+    case ComputeKind::kSoftmax:
+      c.kernel = K::kSoftmax;
+      c.row = std::min(op.n > 1 ? op.n : kDefaultRow, n_out);
+      c.with_grad = f.inputs >= 2 * n_out;
+      c.in[1] = n_out;
+      return c;
+    case ComputeKind::kLoss:
+      if (n_in > n_out) {
+        c.kernel = K::kCrossEntropy;
+        c.row = n_in / n_out;
+      } else {
+        c.kernel = K::kSoftmax;
+        c.row = std::min(kDefaultRow, n_out);
+      }
+      return c;
+    case ComputeKind::kEmbedding:
+      c.kernel = op.pass == Pass::kBackward ? K::kEmbeddingScatterAdd : K::kEmbeddingLookup;
+      c.row = std::min({op.n > 1 ? op.n : kDefaultRow, n_in, n_out});
+      return c;
+    case ComputeKind::kOptimizer: {
+      c.kernel = K::kAdam;
+      const int64_t n = std::max<int64_t>(1, op.m);
+      c.n_in = c.n_out = n;
+      c.out[1] = n;
+      c.out[2] = 2 * n;
+      return c;
+    }
+    case ComputeKind::kElementwise:
+      return c;
+  }
+  return c;
+}
+
 int64_t comm_value_bytes(DType d) {
   switch (d) {
     case DType::kFp32:

@@ -278,72 +278,45 @@ void Executor::compute_loop() {
 }
 
 void Executor::run_compute(const Op& op) {
-  const ComputeFootprint f = compute_footprint(op, ctx_);
-  float* in = in_.data();
+  using K = KernelCall::Kernel;
+  const KernelCall c = kernel_call(op, ctx_, program_.name(op).find("ring") != std::string_view::npos);
+  const float* in = in_.data();
   float* out = out_.data();
-  const int64_t n_in = std::max<int64_t>(1, op.bytes_read.value() / 4);
-  const int64_t n_out = std::max<int64_t>(1, op.bytes_written.value() / 4);
-  const int64_t b = std::max<int64_t>(1, op.batch);
-  switch (op.compute) {
-    case ComputeKind::kMatmul:
-      matmul(in, in + b * op.m * op.k, out, b, op.m, op.n, op.k);
+  switch (c.kernel) {
+    case K::kMatmul:
+      matmul(in, in + c.in[1], out, c.batch, c.m, c.n, c.k);
       return;
-    case ComputeKind::kAttention: {
-      AttentionShape s;
-      s.batch = b;
-      s.queries = op.m;
-      s.keys = op.n;
-      s.heads = op.k % ctx_.head_dim == 0 ? op.k / ctx_.head_dim : 1;
-      s.head_dim = op.k / s.heads;
-      // Ring attention steps exchange whole key blocks: run them unmasked.
-      s.causal = op.m == op.n && program_.name(op).find("ring") == std::string_view::npos;
-      const int64_t q = b * op.m * op.k, kv = b * op.n * op.k;
-      if (op.pass == Pass::kBackward) {
-        attention_backward(s, in, in + 3 * q, in + 3 * q + kv, in + q, in + 2 * q, in + 3 * q + 2 * kv, out, out + q,
-                           out + q + kv);
-      } else {
-        attention_forward(s, in, in + q, in + q + kv, out, out + q);
+    case K::kAttentionForward:
+      attention_forward(c.attention, in, in + c.in[1], in + c.in[2], out, out + c.out[1]);
+      return;
+    case K::kAttentionBackward:
+      attention_backward(c.attention, in, in + c.in[3], in + c.in[4], in + c.in[1], in + c.in[2], in + c.in[5], out,
+                         out + c.out[1], out + c.out[2]);
+      return;
+    case K::kRmsnorm:
+      rmsnorm(in, in + c.in[1], c.with_grad ? in + c.in[2] : nullptr, out, c.n_out, c.row);
+      return;
+    case K::kSoftmax:
+      softmax(in, out, c.n_out, c.row);
+      if (c.with_grad) {  // backward: times the incoming gradient
+        const float* g = in + c.in[1];
+        for (int64_t i = 0; i < c.n_out; ++i) out[i] *= g[i];
       }
       return;
-    }
-    case ComputeKind::kNorm: {
-      const bool grad = f.inputs > n_out + std::max<int64_t>(1, op.n);
-      const int64_t row = std::max<int64_t>(1, op.n);
-      rmsnorm(in, in + (grad ? 2 : 1) * n_out, grad ? in + n_out : nullptr, out, n_out, row);
+    case K::kCrossEntropy:
+      cross_entropy(in, out, c.n_out, c.row);
       return;
-    }
-    case ComputeKind::kSoftmax: {
-      const int64_t row = std::min(op.n > 1 ? op.n : kDefaultRow, n_out);
-      softmax(in, out, n_out, row);
-      if (f.inputs >= 2 * n_out) {  // backward: times the incoming gradient
-        const float* g = in + n_out;
-        for (int64_t i = 0; i < n_out; ++i) out[i] *= g[i];
-      }
+    case K::kEmbeddingLookup:
+      embedding_lookup(in, c.n_in / c.row, out, c.n_out / c.row, c.row);
       return;
-    }
-    case ComputeKind::kLoss:
-      if (n_in > n_out) {
-        cross_entropy(in, out, n_out, n_in / n_out);
-      } else {
-        softmax(in, out, n_out, std::min(kDefaultRow, n_out));
-      }
+    case K::kEmbeddingScatterAdd:
+      embedding_scatter_add(in, c.n_in / c.row, out, c.n_out / c.row, c.row);
       return;
-    case ComputeKind::kEmbedding: {
-      const int64_t row = std::min({op.n > 1 ? op.n : kDefaultRow, n_in, n_out});
-      if (op.pass == Pass::kBackward) {
-        embedding_scatter_add(in, n_in / row, out, n_out / row, row);
-      } else {
-        embedding_lookup(in, n_in / row, out, n_out / row, row);
-      }
+    case K::kAdam:
+      adam(out, in, out + c.out[1], out + c.out[2], c.n_out);
       return;
-    }
-    case ComputeKind::kOptimizer: {
-      const int64_t n = std::max<int64_t>(1, op.m);
-      adam(out, in, out + n, out + 2 * n, n);
-      return;
-    }
-    case ComputeKind::kElementwise:
-      elementwise(in, n_in, out, n_out);
+    case K::kElementwise:
+      elementwise(in, c.n_in, out, c.n_out);
       return;
   }
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "shardsim/core/program.h"
+#include "shardsim/realexec/kernels.h"
 
 namespace shardsim::realexec {
 
@@ -34,6 +35,34 @@ struct ComputeFootprint {
   int64_t outputs = 0;
 };
 ComputeFootprint compute_footprint(const Op& op, const KernelContext& ctx);
+
+/// How a compute op runs as a kernel, for every backend: which kernel, its
+/// sizes, and where its operands sit in the two arenas as offsets in fp32
+/// slots (an operand of narrower values occupies the start of its slots).
+struct KernelCall {
+  enum class Kernel {
+    kMatmul,               ///< batch × [m,k]·[k,n]: in[0] A, in[1] B, out[0] C
+    kAttentionForward,     ///< in q k v; out o lse
+    kAttentionBackward,    ///< in q o dout k v lse; out dq dk dv
+    kRmsnorm,              ///< in x w (grad); out
+    kSoftmax,              ///< in x (grad); out
+    kCrossEntropy,         ///< in logits; out: one value per row
+    kEmbeddingLookup,      ///< in table; out rows
+    kEmbeddingScatterAdd,  ///< in gradient rows; out table
+    kAdam,                 ///< in gradient; out param m v (in place)
+    kElementwise,          ///< in n_in values; out n_out values
+  };
+  Kernel kernel = Kernel::kElementwise;
+  int64_t batch = 1, m = 0, n = 0, k = 0;  ///< matmul
+  AttentionShape attention;
+  int64_t n_in = 0, n_out = 0;  ///< values read and written (memory-bound kernels)
+  int64_t row = 1;              ///< row length (norm, softmax, loss, embedding)
+  bool with_grad = false;       ///< norm and softmax backward: times an incoming gradient
+  int64_t in[6] = {0, 0, 0, 0, 0, 0};
+  int64_t out[3] = {0, 0, 0};
+};
+/// `ring`: the op is a ring-attention step (whole key blocks, no mask).
+KernelCall kernel_call(const Op& op, const KernelContext& ctx, bool ring);
 
 /// Bytes of the send and receive buffers of one collective or send/recv, at
 /// the op's dtype (bf16 and fp16 move 2 bytes per value, fp32 4, fp8 and int8
