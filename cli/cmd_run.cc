@@ -70,33 +70,35 @@ bool on_path(const std::string& exe) {
   return false;
 }
 
-/// Refuses scenarios too large to run for real, before any process starts.
-void check_size(const Scenario& s, const ProgramSet& ps) {
+/// Refuses scenarios too large to run for real, before any process starts:
+/// more than `cap_bytes` per rank.
+void check_size(const Scenario& s, const ProgramSet& ps, int64_t cap_bytes) {
   const Mesh mesh = build_mesh(s.plan);
   realexec::KernelContext ctx;
   ctx.head_dim = s.model.head_dim;
   for (size_t stage = 0; stage < ps.stages.size(); ++stage) {
     const auto f = realexec::rank_footprint(ps.stages[stage], ctx, [&](uint8_t axes) { return mesh.group_size(axes); });
-    if (f.total_bytes() > realexec::kMaxRankBytes) {
+    if (f.total_bytes() > cap_bytes) {
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     "a real run of stage %zu needs %.2f GiB per rank, more than the %.0f GiB cap; use a smaller model, "
                     "seq_len or microbatch_size",
                     stage, static_cast<double>(f.total_bytes()) / (1 << 30),
-                    static_cast<double>(realexec::kMaxRankBytes) / (1 << 30));
+                    static_cast<double>(cap_bytes) / (1 << 30));
       throw InputError(s.file, "", buf);
     }
   }
 }
 
-/// --backend cuda: the CUDA executor is not built; say precisely why the run
-/// cannot happen (no probe, no device, or no executor) and exit 2.
-[[noreturn]] void refuse_cuda() {
-  const std::string probe = sibling("shardsim-cuda-probe");
-  if (probe.empty()) {
+/// --backend cuda: returns the CUDA rank program and this machine's device
+/// count, or says precisely why the run cannot happen (not built, or no
+/// usable device) and exits 2.
+std::string cuda_rank_exe(int* devices) {
+  const std::string exe = sibling("shardsim-rank-cuda"), probe = sibling("shardsim-cuda-probe");
+  if (exe.empty() || probe.empty()) {
     throw UsageError(
-        "--backend cuda: this shardsim was built without CUDA (nvcc not found at configure time, or "
-        "SHARDSIM_WITH_CUDA=OFF); use --backend cpu");
+        "--backend cuda: this shardsim was built without the CUDA executor (nvcc, NCCL, MPI or OpenBLAS not found "
+        "at configure time, or SHARDSIM_WITH_CUDA=OFF); use --backend cpu");
   }
   std::string line;
   if (std::FILE* p = ::popen(("'" + probe + "' 2>&1").c_str(), "r")) {
@@ -110,8 +112,8 @@ void check_size(const Scenario& s, const ProgramSet& ps) {
     throw UsageError("--backend cuda: no usable CUDA device (" + (why.empty() ? "probe failed" : why) +
                      "); use --backend cpu");
   }
-  throw UsageError("--backend cuda: a CUDA device is present (" + line +
-                   ") but the CUDA executor is not implemented yet (docs/realexec.md); use --backend cpu");
+  *devices = std::atoi(line.c_str() + 8);
+  return exe;
 }
 
 }  // namespace
@@ -154,13 +156,16 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
   if (file.empty()) throw UsageError("run: expected a scenario file (shardsim --help)");
-  if (backend == "cuda") refuse_cuda();
+  const bool cuda = backend == "cuda";
+  const std::string rank_name = cuda ? "shardsim-rank-cuda" : "shardsim-rank";
+  int cuda_devices = 0;
+  if (cuda) cuda_rank_exe(&cuda_devices);
   if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
     // Started as one rank of `mpirun -n N shardsim run ...`: shardsim links
     // no MPI, so this process becomes shardsim-rank, whose rank 0 reports.
     // (mpirun supervises; --timeout-s and --ranks do not apply.)
-    const std::string rank_exe = sibling("shardsim-rank");
-    if (rank_exe.empty()) throw UsageError("--backend cpu: this shardsim was built without the CPU backend");
+    const std::string rank_exe = sibling(rank_name);
+    if (rank_exe.empty()) throw UsageError("--backend " + backend + ": this shardsim was built without " + rank_name);
     std::vector<std::string> argv = {
         rank_exe, file, "--steps", std::to_string(steps), "--warmup", std::to_string(warmup), "--report"};
     for (const Override& o : sets) argv.insert(argv.end(), {"--set", o.path + "=" + o.value});
@@ -180,16 +185,22 @@ int cmd_run(const std::vector<std::string>& args) {
     throw UsageError("--ranks " + std::to_string(ranks) + ": the scenario has " + std::to_string(s.cluster.devices) +
                      " devices (cluster.devices); a real run needs one rank each");
   }
+  if (cuda && ranks > cuda_devices) {
+    throw UsageError("--backend cuda: " + std::to_string(ranks) + " ranks but this machine has " +
+                     std::to_string(cuda_devices) + " CUDA devices (one rank per GPU)");
+  }
   const ProgramSet ps = lower_training_step(s);
-  check_size(s, ps);
+  check_size(s, ps, cuda ? realexec::kMaxRankBytesCuda : realexec::kMaxRankBytes);
   realexec::LaunchRequest req;
-  req.rank_exe = sibling("shardsim-rank");
+  req.rank_exe = sibling(rank_name);
   if (req.rank_exe.empty()) {
     throw UsageError(
         "--backend cpu: this shardsim was built without the CPU backend (shardsim-rank is missing; "
         "configure with MPI and OpenBLAS installed, see scripts/setup.sh)");
   }
-  if (!on_path(req.mpirun)) throw UsageError("--backend cpu: mpirun not found on PATH (install openmpi-bin)");
+  if (!on_path(req.mpirun)) {
+    throw UsageError("--backend " + backend + ": mpirun not found on PATH (install openmpi-bin)");
+  }
   req.ranks = static_cast<int>(ranks);
   req.timeout_s = timeout_s;
   req.rank_args = {fs::absolute(file).string(), "--steps", std::to_string(steps), "--warmup", std::to_string(warmup)};

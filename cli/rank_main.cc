@@ -1,6 +1,7 @@
 // shardsim-rank: one MPI rank of a real run (`shardsim run` starts it under
 // mpirun; `mpirun -n N shardsim-rank SCENARIO ...` works by hand too). Links
-// MPI and OpenBLAS, never SimGrid.
+// MPI and OpenBLAS, never SimGrid. Built a second time as shardsim-rank-cuda
+// (SHARDSIM_RANK_CUDA): the same program running the CUDA executor.
 //
 //   shardsim-rank SCENARIO [--set PATH=VALUE]... [--steps K] [--warmup K] [--verify]
 //                 [--result FILE] [--progress-dir DIR]
@@ -20,6 +21,9 @@
 #include "shardsim/core/error.h"
 #include "shardsim/realexec/calibrate.h"
 #include "shardsim/realexec/rank.h"
+#if SHARDSIM_RANK_CUDA
+#include "shardsim/realexec/cuda_rank.h"
+#endif
 #include "shardsim/workloads/lower.h"
 
 int main(int argc, char** argv) {
@@ -74,6 +78,9 @@ int main(int argc, char** argv) {
     }
     if (calibrate) {
       if (!file.empty()) throw cli::UsageError("--calibrate takes no scenario file");
+#if SHARDSIM_RANK_CUDA
+      throw cli::UsageError("--calibrate: the CUDA backend has no calibration benchmarks yet (docs/realexec.md)");
+#endif
       realexec::CalibrateOptions c;
       c.quick = quick;
       c.result_file = opt.result_file;
@@ -85,7 +92,11 @@ int main(int argc, char** argv) {
     opt.fault = realexec::parse_fault(fault ? fault : "");
     const Scenario s = load_scenario(file, sets);
     realexec::MeasuredRun measured;
+#if SHARDSIM_RANK_CUDA
+    const int rc = realexec::run_rank_cuda(s, opt, report ? &measured : nullptr);
+#else
     const int rc = realexec::run_rank(s, opt, report ? &measured : nullptr);
+#endif
     if (rc != 0 || !report || measured.ranks == 0) return rc;  // not rank 0, or no report asked
     return cli::report_measured_run(s, lower_training_step(s), measured, report_opt);
   } catch (const InputError& e) {

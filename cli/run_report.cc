@@ -32,7 +32,8 @@ int report_measured_run(const Scenario& s, const ProgramSet& ps, realexec::Measu
   const auto by_kind = realexec::time_by_kind_s(ps, run.timeline);
   if (opt.json) {
     nlohmann::ordered_json j;
-    j["backend"] = "cpu";
+    j["backend"] = run.backend;
+    if (!run.device.empty()) j["device"] = run.device;
     j["ranks"] = run.ranks;
     j["steps"] = run.step_times_s.size();
     j["warmup_steps"] = run.warmup_steps;
@@ -53,8 +54,11 @@ int report_measured_run(const Scenario& s, const ProgramSet& ps, realexec::Measu
       lo = std::min(lo, t);
       hi = std::max(hi, t);
     }
-    std::printf("%s on %lld CPU ranks (MPI + OpenBLAS, bf16 run as fp32): %zu steps after %d warm-up\n",
-                s.model.name.c_str(), static_cast<long long>(run.ranks), run.step_times_s.size(), run.warmup_steps);
+    const std::string what =
+        run.backend == "cuda" ? "GPU ranks (CUDA + cuBLAS + NCCL" + (run.device.empty() ? "" : ", " + run.device) + ")"
+                              : "CPU ranks (MPI + OpenBLAS, bf16 run as fp32)";
+    std::printf("%s on %lld %s: %zu steps after %d warm-up\n", s.model.name.c_str(), static_cast<long long>(run.ranks),
+                what.c_str(), run.step_times_s.size(), run.warmup_steps);
     std::printf("  step time          %.4f s median (min %.4f, max %.4f)\n", step_s, lo, hi);
     std::string kinds;
     for (const auto& [name, sec] : by_kind) {

@@ -122,8 +122,7 @@ __global__ void cross_entropy_kernel(const float* logits, float* out, int64_t ro
   if (threadIdx.x == 0) out[r] = mx + logf(sum) - x[(r * kTargetStride) % row];
 }
 
-__global__ void embedding_lookup_kernel(const float* table, int64_t table_rows, float* out, int64_t rows,
-                                        int64_t row) {
+__global__ void embedding_lookup_kernel(const float* table, int64_t table_rows, float* out, int64_t rows, int64_t row) {
   for (int64_t i = first_index(); i < rows * row; i += grid_stride()) {
     const int64_t r = i / row, j = i % row;
     out[i] = table[((r * kTargetStride) % table_rows) * row + j];

@@ -62,8 +62,8 @@ cudaError_t attention_row_dot(const uint16_t* dout, const uint16_t* out, float* 
 cudaError_t fill_pattern(void* buf, int width, int64_t n, int64_t rank, cudaStream_t stream);
 /// Compares the received buffer with expected_value(check, i); adds the
 /// mismatches to *bad and lowers *first_bad to the first bad index.
-cudaError_t check_pattern(const void* buf, int width, const detail::ReceiveCheck& check,
-                          unsigned long long* bad, unsigned long long* first_bad, cudaStream_t stream);
+cudaError_t check_pattern(const void* buf, int width, const detail::ReceiveCheck& check, unsigned long long* bad,
+                          unsigned long long* first_bad, cudaStream_t stream);
 /// Adds 1 to value 0 (the corrupt fault of the failure tests).
 cudaError_t corrupt_first(void* buf, int width, cudaStream_t stream);
 

@@ -32,8 +32,7 @@ cudaDataType_t data_type(DType d) {
 
 }  // namespace
 
-CudaMath::CudaMath(cudaStream_t stream)
-    : stream_(stream), attention_bound_(kAttentionBoundBytes) {
+CudaMath::CudaMath(cudaStream_t stream) : stream_(stream), attention_bound_(kAttentionBoundBytes) {
   check_cublas(cublasCreate(&blas_), "cublasCreate");
   check_cublas(cublasSetStream(blas_, stream_), "cublasSetStream");
   check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
@@ -60,26 +59,27 @@ void CudaMath::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     cudaDataType_t c_type, int64_t ldc, int64_t stride_c, int64_t batch, float alpha) {
   // Column-major, as cuBLAS: C (m×n) = op(A)·op(B), bf16 operands here (the
   // attention products).
-  check_cublas(cublasGemmStridedBatchedEx_64(blas_, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                             trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, a, CUDA_R_16BF,
-                                             lda, stride_a, b, CUDA_R_16BF, ldb, stride_b, &beta, c, c_type, ldc,
-                                             stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx");
+  check_cublas(
+      cublasGemmStridedBatchedEx_64(blas_, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, m,
+                                    n, k, &alpha, a, CUDA_R_16BF, lda, stride_a, b, CUDA_R_16BF, ldb, stride_b, &beta,
+                                    c, c_type, ldc, stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx");
 }
 
 void CudaMath::matmul(DType dtype, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n,
                       int64_t k) {
-  if (dtype == DType::kFp8 && fp8_ && m % 16 == 0 && n % 16 == 0 && k % 16 == 0 && matmul_fp8(a, b, c, batch, m, n, k)) {
+  if (dtype == DType::kFp8 && fp8_ && m % 16 == 0 && n % 16 == 0 && k % 16 == 0 &&
+      matmul_fp8(a, b, c, batch, m, n, k)) {
     return;
   }
   // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLAS computes the n×m
   // column-major product of B (ld n) and A (ld k).
   const cudaDataType_t t = data_type(dtype);
   const float alpha = 1.0f, beta = 0.0f;
-  check_cublas(cublasGemmStridedBatchedEx_64(blas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, t, n, k * n, a, t, k,
-                                             m * k, &beta, c, t, n, m * n, batch, CUBLAS_COMPUTE_32F,
-                                             CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx");
+  check_cublas(
+      cublasGemmStridedBatchedEx_64(blas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, t, n, k * n, a, t, k, m * k,
+                                    &beta, c, t, n, m * n, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx");
 }
 
 bool CudaMath::matmul_fp8(const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n, int64_t k) {
@@ -121,9 +121,8 @@ bool CudaMath::matmul_fp8(const void* a, const void* b, void* c, int64_t batch, 
     }
     check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     const uint64_t ws = static_cast<uint64_t>(lt_workspace_bytes_);
-    check_cublas(
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-        "cublasLtMatmulPreferenceSetAttribute");
+    check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+                 "cublasLtMatmulPreferenceSetAttribute");
     cublasLtMatmulHeuristicResult_t heuristic = {};
     int found = 0;
     if (cublasLtMatmulAlgoGetHeuristic(lt_, desc, la, lb, lc, lc, pref, 1, &heuristic, &found) ==
@@ -180,8 +179,7 @@ void CudaMath::attention_forward(const AttentionShape& s, const void* q, const v
       const uint16_t* qc = qb + (b * s.queries + r0) * ld;
       // Per head h: Sᵀ (keys × nr, column-major) = K_h (keys × D) · Q_hᵀ: S is
       // then row-major [nr][keys] at h·nr·keys.
-      gemm(true, false, s.keys, nr, D, kseq, ld, D, qc, ld, D, 0.0f, scores, CUDA_R_32F, s.keys, nr * s.keys, H,
-           scale);
+      gemm(true, false, s.keys, nr, D, kseq, ld, D, qc, ld, D, 0.0f, scores, CUDA_R_32F, s.keys, nr * s.keys, H, scale);
       cuda::ScoreChunk c{H, nr, s.keys, r0, s.keys - s.queries, s.causal};
       check_cuda(cuda::attention_softmax(c, scores, p, lse + (b * s.queries + r0) * H, stream_), "attention softmax");
       // Oᵀ (D × nr) = V_hᵀ (D × keys) · Pᵀ (keys × nr).
@@ -222,8 +220,7 @@ void CudaMath::attention_backward(const AttentionShape& s, const void* q, const 
       const uint16_t* qc = qb + row * ld;
       const uint16_t* doc = dob + row * ld;
       const float accumulate = r0 == 0 ? 0.0f : 1.0f;
-      gemm(true, false, s.keys, nr, D, kseq, ld, D, qc, ld, D, 0.0f, scores, CUDA_R_32F, s.keys, nr * s.keys, H,
-           scale);
+      gemm(true, false, s.keys, nr, D, kseq, ld, D, qc, ld, D, 0.0f, scores, CUDA_R_32F, s.keys, nr * s.keys, H, scale);
       // dPᵀ (keys × nr) = V_h (keys × D) · dO_hᵀ.
       gemm(true, false, s.keys, nr, D, vseq, ld, D, doc, ld, D, 0.0f, dp, CUDA_R_32F, s.keys, nr * s.keys, H);
       cuda::ScoreChunk c{H, nr, s.keys, r0, s.keys - s.queries, s.causal};

@@ -14,7 +14,8 @@
 namespace shardsim::realexec::detail {
 
 void gather_measured_run(const std::vector<double>& local_s, const std::vector<TimelineSpan>& spans,
-                         const VerifyStats& local, const RankOptions& opt, int rank, int world, MeasuredRun* measured) {
+                         const VerifyStats& local, const RankOptions& opt, int rank, int world, MeasuredRun* measured,
+                         const std::string& backend, const std::string& device) {
   // Gather at rank 0: slowest rank per step, every rank's spans, verify counts.
   std::vector<double> slowest(local_s.size());
   check_mpi(MPI_Reduce(local_s.data(), slowest.data(), static_cast<int>(local_s.size()), MPI_DOUBLE, MPI_MAX, 0,
@@ -46,6 +47,8 @@ void gather_measured_run(const std::vector<double>& local_s, const std::vector<T
   check_mpi(MPI_Gather(msg, kMsg, MPI_CHAR, msgs.data(), kMsg, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Gather");
   if (rank != 0) return;
   MeasuredRun r;
+  r.backend = backend;
+  r.device = device;
   r.ranks = world;
   r.warmup_steps = opt.warmup_steps;
   r.step_times_s = slowest;

@@ -11,6 +11,8 @@ using Json = nlohmann::json;
 
 std::string measured_run_json(const MeasuredRun& r) {
   Json j;
+  j["backend"] = r.backend;
+  j["device"] = r.device;
   j["ranks"] = r.ranks;
   j["warmup_steps"] = r.warmup_steps;
   j["step_times_s"] = r.step_times_s;
@@ -33,6 +35,8 @@ MeasuredRun parse_measured_run(const std::string& text, const std::string& file)
   try {
     const Json j = Json::parse(text);
     MeasuredRun r;
+    r.backend = j.value("backend", std::string("cpu"));
+    r.device = j.value("device", std::string());
     r.ranks = j.at("ranks").get<int>();
     r.warmup_steps = j.at("warmup_steps").get<int>();
     r.step_times_s = j.at("step_times_s").get<std::vector<double>>();

@@ -10,6 +10,8 @@
 #include "shardsim/realexec/measured.h"
 #include "shardsim/realexec/op_sizing.h"
 #include "shardsim/realexec/rank.h"
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/scenario.h"
 
 namespace shardsim::realexec {
 namespace {
@@ -96,6 +98,86 @@ TEST(RealexecSizing, FootprintsFollowShapesAndDeclaredBytes) {
   ag.collective = CollectiveKind::kReduceScatter;
   EXPECT_EQ(comm_footprint(ag, 4).send_bytes, 1000);
   EXPECT_EQ(comm_footprint(ag, 4).recv_bytes, 250);
+}
+
+// Every backend lays a compute op's operands out in the two arenas as
+// kernel_call says; the arenas are sized by compute_footprint. Property: for
+// every compute op of real scenarios (training with tp, pp, cp and experts,
+// and inference decode), every operand ends inside its arena.
+TEST(RealexecSizing, KernelOperandsFitTheArenas) {
+  using K = KernelCall::Kernel;
+  const std::string dir = SHARDSIM_EXAMPLES_DIR;
+  const std::vector<std::pair<std::string, std::vector<Override>>> cases = {
+      {"/realexec/tiny-gpt-cpu2.json", {}},
+      {"/realexec/tiny-gpt-cpu2-tp2.json", {}},
+      {"/realexec/tiny-gpt-cpu2-pp2.json", {}},
+      {"/llama3-8b-h100x64.json", {{"plan.cp", "2"}, {"plan.tp", "2"}, {"plan.pp", "2"}, {"plan.dp", "8"}}},
+      {"/mixtral-8x7b-h100x64.json", {}},
+      {"/llama3-70b-h100x8-decode.json", {}},
+  };
+  int64_t checked = 0;
+  for (const auto& [file, sets] : cases) {
+    const Scenario s = load_scenario(dir + file, sets);
+    KernelContext ctx;
+    ctx.head_dim = s.model.head_dim;
+    for (const Program& p : lower_step(s).stages) {
+      for (OpId id = 0; id < p.size(); ++id) {
+        const Op& op = p.op(id);
+        if (op.kind != OpKind::kCompute) continue;
+        const KernelCall c = kernel_call(op, ctx, p.name(op).find("ring") != std::string_view::npos);
+        const ComputeFootprint f = compute_footprint(op, ctx);
+        int64_t in_end = 0, out_end = 0;
+        const AttentionShape& a = c.attention;
+        const int64_t kv = a.batch * a.keys * a.heads * a.head_dim;
+        const int64_t lse = a.batch * a.queries * a.heads;
+        switch (c.kernel) {
+          case K::kMatmul:
+            in_end = c.in[1] + c.batch * c.k * c.n;
+            out_end = c.batch * c.m * c.n;
+            EXPECT_GE(c.in[1], c.batch * c.m * c.k) << file << ": " << p.label(id);
+            break;
+          case K::kAttentionForward:
+            in_end = c.in[2] + kv;
+            out_end = c.out[1] + lse;
+            break;
+          case K::kAttentionBackward:
+            in_end = c.in[5] + lse;
+            out_end = c.out[2] + kv;
+            break;
+          case K::kRmsnorm:
+            in_end = std::max(c.in[1] + c.row, c.with_grad ? c.in[2] + c.n_out : c.n_out);
+            out_end = c.n_out;
+            break;
+          case K::kSoftmax:
+            in_end = c.with_grad ? c.in[1] + c.n_out : c.n_out;
+            out_end = c.n_out;
+            break;
+          case K::kCrossEntropy:
+            in_end = c.n_out * c.row;
+            out_end = c.n_out;
+            break;
+          case K::kEmbeddingLookup:
+          case K::kEmbeddingScatterAdd:
+            ASSERT_GE(c.row, 1);
+            in_end = c.n_in / c.row * c.row;
+            out_end = c.n_out / c.row * c.row;
+            break;
+          case K::kAdam:
+            in_end = c.n_in;
+            out_end = c.out[2] + c.n_out;
+            break;
+          case K::kElementwise:
+            in_end = c.n_in;
+            out_end = c.n_out;
+            break;
+        }
+        EXPECT_LE(in_end, f.inputs) << file << ": " << p.label(id);
+        EXPECT_LE(out_end, f.outputs) << file << ": " << p.label(id);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 TEST(RealexecFault, ParsesAndRejects) {

@@ -23,6 +23,8 @@ struct VerifyStats {
 };
 
 struct MeasuredRun {
+  std::string backend = "cpu";  ///< "cpu" or "cuda"
+  std::string device;           ///< what a rank ran on ("" for the CPU backend; the GPU's name)
   int ranks = 0;
   int warmup_steps = 0;
   /// Wall time of each measured step: the slowest rank's time from the

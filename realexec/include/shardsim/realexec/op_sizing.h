@@ -91,6 +91,8 @@ RankFootprint rank_footprint(const Program& program, const KernelContext& ctx, G
 /// Per-rank memory a real run may allocate (a scenario for real runs must be
 /// small): 2 GiB.
 inline constexpr int64_t kMaxRankBytes = int64_t{2} << 30;
+/// The same for the CUDA backend (device memory; an H100 has 80 GB): 64 GiB.
+inline constexpr int64_t kMaxRankBytesCuda = int64_t{64} << 30;
 
 // ---- implementation of the template ----------------------------------------
 template <typename GroupSize>
