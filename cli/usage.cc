@@ -103,8 +103,9 @@ Usage:
       a mismatch). A rank that dies or hangs ends the run within --timeout-s
       (default 300) with exit 1 and an error naming the rank
       (docs/realexec.md). `mpirun -n N shardsim run SCENARIO ...` also works
-      (mpirun then supervises the ranks). --backend cuda: exit 2 (no CUDA
-      executor yet).
+      (mpirun then supervises the ranks). --backend cuda: the same on GPUs
+      (shardsim-rank-cuda: one GPU per rank, cuBLAS matmuls, NCCL
+      collectives); exit 2 when it is not built or no GPU is usable.
 
   shardsim calibrate [--backend cpu] [--ranks N] --out FILE [--json] [--quick]
                      [--timeout-s S]
