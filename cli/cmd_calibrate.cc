@@ -1,14 +1,15 @@
-// shardsim calibrate: run the CPU backend's micro-benchmarks on N ranks and
-// write the measured profile (docs/realexec.md, Calibration).
+// shardsim calibrate: run a backend's micro-benchmarks (CPU: MPI + OpenBLAS;
+// CUDA: cuBLAS, own kernels, NCCL) on N ranks and write the measured profile
+// (docs/realexec.md, Calibration).
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "commands.h"
+#include "rank_programs.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/realexec/launch.h"
 
@@ -50,16 +51,20 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       throw UsageError("calibrate: unexpected argument " + a);
     }
   }
-  if (backend == "cuda") {
-    throw UsageError("--backend cuda: CUDA calibration is not implemented (docs/realexec.md); use --backend cpu");
-  }
   if (out_file.empty() && !json) throw UsageError("calibrate: expected --out FILE (or --json)");
   realexec::LaunchRequest req;
-  std::error_code ec;
-  const auto dir = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
-  req.rank_exe = (dir / "shardsim-rank").string();
-  if (ec || !std::filesystem::exists(req.rank_exe, ec)) {
-    throw UsageError("--backend cpu: this shardsim was built without the CPU backend (shardsim-rank is missing)");
+  if (backend == "cuda") {
+    int devices = 0;
+    req.rank_exe = cuda_rank_program(&devices);
+    if (ranks > devices) {
+      throw UsageError("--backend cuda: " + std::to_string(ranks) + " ranks but this machine has " +
+                       std::to_string(devices) + " CUDA devices (one rank per GPU)");
+    }
+  } else {
+    req.rank_exe = sibling("shardsim-rank");
+    if (req.rank_exe.empty()) {
+      throw UsageError("--backend cpu: this shardsim was built without the CPU backend (shardsim-rank is missing)");
+    }
   }
   req.ranks = static_cast<int>(ranks);
   req.timeout_s = timeout_s;
@@ -75,7 +80,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     return 0;
   }
   const auto p = nlohmann::json::parse(text);
-  std::printf("CPU backend profile, %ld ranks%s\n", ranks, out_file.empty() ? "" : (" -> " + out_file).c_str());
+  std::printf("%s backend profile, %ld ranks%s\n", backend == "cuda" ? "CUDA" : "CPU", ranks,
+              out_file.empty() ? "" : (" -> " + out_file).c_str());
   for (const auto& m : p["compute"]["matmul"]) {
     std::printf("  matmul %4lld^3        %6.1f GFLOP/s\n", m["m"].get<long long>(),
                 m["flops_per_s"].get<double>() * 1e-9);

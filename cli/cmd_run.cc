@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "rank_programs.h"
 #include "run_report.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
@@ -47,15 +48,6 @@ double parse_seconds(const std::string& flag, const std::string& v) {
   return x;
 }
 
-/// The executable next to this one, or "" if there is none.
-std::string sibling(const std::string& name) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  const fs::path p = self.parent_path() / name;
-  return fs::exists(p, ec) ? p.string() : "";
-}
-
 bool on_path(const std::string& exe) {
   if (exe.find('/') != std::string::npos) return ::access(exe.c_str(), X_OK) == 0;
   const char* path = std::getenv("PATH");
@@ -88,32 +80,6 @@ void check_size(const Scenario& s, const ProgramSet& ps, int64_t cap_bytes) {
       throw InputError(s.file, "", buf);
     }
   }
-}
-
-/// --backend cuda: returns the CUDA rank program and this machine's device
-/// count, or says precisely why the run cannot happen (not built, or no
-/// usable device) and exits 2.
-std::string cuda_rank_exe(int* devices) {
-  const std::string exe = sibling("shardsim-rank-cuda"), probe = sibling("shardsim-cuda-probe");
-  if (exe.empty() || probe.empty()) {
-    throw UsageError(
-        "--backend cuda: this shardsim was built without the CUDA executor (nvcc, NCCL, MPI or OpenBLAS not found "
-        "at configure time, or SHARDSIM_WITH_CUDA=OFF); use --backend cpu");
-  }
-  std::string line;
-  if (std::FILE* p = ::popen(("'" + probe + "' 2>&1").c_str(), "r")) {
-    char buf[512];
-    if (std::fgets(buf, sizeof buf, p)) line = buf;
-    ::pclose(p);
-  }
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-  if (line.rfind("devices 0", 0) == 0 || line.rfind("devices ", 0) != 0) {
-    const std::string why = line.rfind("devices 0: ", 0) == 0 ? line.substr(11) : line;
-    throw UsageError("--backend cuda: no usable CUDA device (" + (why.empty() ? "probe failed" : why) +
-                     "); use --backend cpu");
-  }
-  *devices = std::atoi(line.c_str() + 8);
-  return exe;
 }
 
 }  // namespace
@@ -159,7 +125,7 @@ int cmd_run(const std::vector<std::string>& args) {
   const bool cuda = backend == "cuda";
   const std::string rank_name = cuda ? "shardsim-rank-cuda" : "shardsim-rank";
   int cuda_devices = 0;
-  if (cuda) cuda_rank_exe(&cuda_devices);
+  if (cuda) cuda_rank_program(&cuda_devices);
   if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
     // Started as one rank of `mpirun -n N shardsim run ...`: shardsim links
     // no MPI, so this process becomes shardsim-rank, whose rank 0 reports.

@@ -78,14 +78,15 @@ int main(int argc, char** argv) {
     }
     if (calibrate) {
       if (!file.empty()) throw cli::UsageError("--calibrate takes no scenario file");
-#if SHARDSIM_RANK_CUDA
-      throw cli::UsageError("--calibrate: the CUDA backend has no calibration benchmarks yet (docs/realexec.md)");
-#endif
       realexec::CalibrateOptions c;
       c.quick = quick;
       c.result_file = opt.result_file;
       c.progress_dir = opt.progress_dir;
+#if SHARDSIM_RANK_CUDA
+      return realexec::run_calibration_cuda(c);
+#else
       return realexec::run_calibration(c);
+#endif
     }
     if (file.empty()) throw cli::UsageError("expected a scenario file");
     const char* fault = std::getenv("SHARDSIM_FAULT");

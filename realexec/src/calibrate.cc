@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "calibrate_util.h"
 #include "mpi_util.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/realexec/kernels.h"
@@ -20,58 +21,10 @@ namespace {
 
 using detail::bf16_sum;
 using detail::check_mpi;
+using detail::fit;
+using detail::time_median;
 using detail::wait_polling;
 using Json = nlohmann::ordered_json;
-using Clock = std::chrono::steady_clock;
-
-/// Median seconds of `fn` over repetitions: at least `min_reps`, and more
-/// until `budget_s` is spent (at most 200). The whole group synchronizes
-/// before each repetition; each rank times its own call, and the slowest
-/// rank's median is returned (collective over `comm`).
-template <typename Fn>
-double time_median(MPI_Comm comm, int min_reps, double budget_s, Fn fn) {
-  std::vector<double> t;
-  const auto start = Clock::now();
-  int reps = 0;
-  int more = 1;
-  while (more) {
-    detail::barrier_polling(comm);
-    const auto a = Clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
-    ++reps;
-    // Every rank must agree on whether to go on.
-    int local =
-        reps < min_reps || (reps < 200 && std::chrono::duration<double>(Clock::now() - start).count() < budget_s);
-    check_mpi(MPI_Allreduce(&local, &more, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-    more = more || reps < min_reps;
-  }
-  std::sort(t.begin(), t.end());
-  double med = t[t.size() / 2], worst = 0;
-  check_mpi(MPI_Allreduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce");
-  return worst;
-}
-
-/// Fit of t = latency + bytes / bandwidth minimizing the squared relative
-/// error Σ((latency + bytes·b − t) / t)² (weights 1/t²), so the small sizes
-/// fix the latency and the large ones the bandwidth; plain least squares
-/// lets the largest size decide everything.
-Json fit(const std::vector<double>& bytes, const std::vector<double>& secs) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    const double w = 1.0 / (secs[i] * secs[i]);
-    sw += w;
-    sx += w * bytes[i];
-    sy += w * secs[i];
-    sxx += w * bytes[i] * bytes[i];
-    sxy += w * bytes[i] * secs[i];
-  }
-  const double slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
-  const double icept = (sy - slope * sx) / sw;
-  Json j = {{"latency_us", std::max(0.0, icept) * 1e6}, {"bandwidth_GBps", nullptr}};
-  if (slope > 0) j["bandwidth_GBps"] = 1e-9 / slope;
-  return j;
-}
 
 void fill(std::vector<float>& v) {
   uint64_t x = 0x2545f4914f6cdd1dull;

@@ -472,6 +472,8 @@ void CudaExecutor::wait_for_step() {
 
 void CudaExecutor::collect_verify() {
   const size_t n = program_.size();
+  // The check kernels run after their ops' end events: wait for them too.
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   bad_host_.resize(2 * n);
   check_cuda(cudaMemcpy(bad_host_.data(), bad_, 2 * n * sizeof(unsigned long long), cudaMemcpyDeviceToHost),
              "cudaMemcpy");
@@ -527,8 +529,9 @@ double CudaExecutor::run_step(int step, bool record) {
   return last_s;
 }
 
-/// This rank's GPU: its rank among the ranks of its node, one GPU each.
-void select_device() {
+}  // namespace
+
+void detail::select_cuda_device() {
   MPI_Comm local = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
   int local_rank = 0, local_size = 1;
@@ -548,13 +551,15 @@ void select_device() {
   check_cuda(cudaSetDevice(local_rank), "cudaSetDevice");
 }
 
+namespace {
+
 int run(const Scenario& s, const RankOptions& opt, int rank, int world, MeasuredRun* measured) {
   const ProgramSet ps = lower_training_step(s);
   if (world != s.cluster.devices) {
     throw std::runtime_error("the scenario has " + std::to_string(s.cluster.devices) + " devices but mpirun started " +
                              std::to_string(world) + " ranks");
   }
-  select_device();
+  detail::select_cuda_device();
   ProgressWriter progress(opt.progress_dir, rank);
   progress.record().state.store(static_cast<int32_t>(RankState::kRunning));
   VerifyStats local;

@@ -73,6 +73,9 @@ class Checker {
       for (size_t i = 0; i < v.size(); ++i) h[i] = detail::to_bf16(v[i]);
       check_cuda(cudaMemcpy(d->get(), h.data(), h.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
     }
+    // A copy from pageable memory may return before its DMA ends, and the
+    // checker's stream does not wait on the legacy stream: wait here.
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     return d;
   }
   V download(const DeviceBuffer& d, size_t n, int width) {
@@ -143,6 +146,7 @@ void Checker::matmuls() {
   DeviceBuffer da(a8.size()), db(b8.size()), dc(static_cast<size_t>(m8 * n8) * 2);
   check_cuda(cudaMemcpy(da.get(), a8.data(), a8.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
   check_cuda(cudaMemcpy(db.get(), b8.data(), b8.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   math_->matmul(DType::kFp8, da.get(), db.get(), dc.get(), 1, m8, n8, k8);
   V want8(static_cast<size_t>(m8 * n8));
   for (int64_t i = 0; i < m8; ++i) {

@@ -24,4 +24,9 @@ inline void check_nccl(ncclResult_t r, const char* what) {
   if (r != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(r));
 }
 
+/// Selects this rank's GPU: its rank among the ranks of its node
+/// (MPI_COMM_TYPE_SHARED), one GPU each. Throws when no device is usable or
+/// the node has more ranks than GPUs. Collective over MPI_COMM_WORLD.
+void select_cuda_device();
+
 }  // namespace shardsim::realexec::detail

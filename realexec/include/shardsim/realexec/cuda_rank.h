@@ -13,6 +13,7 @@
 // the events, so it never blocks on the GPU.
 #pragma once
 
+#include "shardsim/realexec/calibrate.h"
 #include "shardsim/realexec/kernels.h"
 #include "shardsim/realexec/measured.h"
 #include "shardsim/realexec/rank.h"
@@ -23,6 +24,10 @@ namespace shardsim::realexec {
 /// Runs this process's rank on its GPU (MPI is initialized and finalized
 /// here). Returns the exit status, as run_rank.
 int run_rank_cuda(const Scenario& s, const RankOptions& opt, MeasuredRun* measured = nullptr);
+
+/// Runs this rank's part of the CUDA calibration benchmarks
+/// (cuda_calibrate.cc), on its GPU; the profile has the CPU backend's format.
+int run_calibration_cuda(const CalibrateOptions& opt);
 
 /// Runs every CUDA kernel and cuBLAS product of the backend on small shapes
 /// (odd sizes, causal and not) against the CPU references, on the current
