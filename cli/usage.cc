@@ -107,13 +107,14 @@ Usage:
       (shardsim-rank-cuda: one GPU per rank, cuBLAS matmuls, NCCL
       collectives); exit 2 when it is not built or no GPU is usable.
 
-  shardsim calibrate [--backend cpu] [--ranks N] --out FILE [--json] [--quick]
+  shardsim calibrate [--backend cpu|cuda] [--ranks N] --out FILE [--json] [--quick]
                      [--timeout-s S]
       Micro-benchmarks on N ranks (default 2): matmul FLOP/s by size,
       attention, memory bandwidth, the loss kernel, and each collective by
       group and message size with a latency + size / bandwidth fit. Writes
       the profile JSON; a scenario uses it with "cluster": {"calibration":
-      FILE} (or --set cluster.calibration=FILE).
+      FILE} (or --set cluster.calibration=FILE). --backend cuda: the same on
+      GPUs (cuBLAS, NCCL; one GPU per rank).
 
   shardsim compare PREDICTED.json MEASURED.json [--json] [--report FILE]
       Step-time error and compute time per op kind of `simulate --json`
