@@ -392,6 +392,9 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.fused_attention = r.choice("attention", {"fused", "unfused"}, "fused") == "fused";
   p.sequence_parallel = r.boolean("sequence_parallel", false);
   p.fsdp_prefetch = r.boolean("fsdp_prefetch", true);
+  p.p2p_blocking = r.boolean("p2p_blocking", false);
+  p.p2p_scatter_gather = r.boolean("p2p_scatter_gather", false);
+  p.tp_grad_overlap = r.boolean("tp_grad_overlap", true);
   p.fsdp_shard_size = r.positive_int("fsdp_shard_size", 0);
   p.fsdp_bucket_params = r.positive_int("fsdp_bucket_params", 0);
   p.master_weights_dtype = parse_dtype(r.choice("master_weights_dtype", {"fp32", "bf16"}, "fp32"));
