@@ -5,7 +5,10 @@ Every row uses the same chip and fabric defaults (the a100-sxm-80g preset and
 the dgx-a100-superpod fabric); only what the papers state about each run
 changes: model shape, parallelism, batch, recomputation, and the software of
 the time (Megatron-LM 2021/2022: no fused attention, gradient all-reduce
-after the backward pass rather than overlapped with it; DeepSpeed's ZeRO-3 of
+after the backward pass rather than overlapped with it, blocking pipeline
+send/receive (batch_isend_irecv, wait, torch.cuda.synchronize()) with the
+scatter/gather of boundary activations over tensor-parallel ranks
+(Narayanan et al. 2021, section 4.1); DeepSpeed's ZeRO-3 of
 2021: parameters gathered and gradients reduced in its default buckets).
 
 Choices the tables leave open are made by one rule for all rows and written
@@ -23,6 +26,14 @@ import pathlib
 HERE = pathlib.Path(__file__).parent
 MEGATRON = "Narayanan et al., SC'21 (arXiv 2104.04473)"
 KORTHI = "Korthikanti et al. (arXiv 2205.05198), Table 5"
+# Megatron-LM's pipeline communication of 2021-2022 (p2p_communication.py):
+# blocking, and scattered over the tensor-parallel ranks without sequence
+# parallelism (scatter_gather_tensors_in_pipeline, on by default).
+MEGATRON_P2P = {"p2p_blocking": True, "p2p_scatter_gather": True}
+# Megatron-LM of the SC'21 paper: autograd all-reduced a column-parallel
+# layer's input gradient after its weight gradient; the async all-reduce
+# that overlaps the two came later in 2021 (Korthikanti et al.'s runs have it).
+MEGATRON_2021 = dict(MEGATRON_P2P, tp_grad_overlap=False)
 
 
 def gpt(name, layers, hidden, heads):
@@ -59,7 +70,7 @@ TABLE1 = [  # params, heads, hidden, layers, tp, pp, gpus, batch, tflops
 for params, heads, hidden, layers, tp, pp, gpus, batch, tflops in TABLE1:
     v = interleave(layers, pp)
     plan = {"dp": gpus // (tp * pp), "tp": tp, "pp": pp, "microbatch_size": 1, "global_batch": batch,
-            "seq_len": 2048, "recompute": "full", "attention": "unfused", "grad_bucket_bytes": 10**15}
+            "seq_len": 2048, "recompute": "full", "attention": "unfused", "grad_bucket_bytes": 10**15, **MEGATRON_2021}
     if pp > 1:
         plan.update({"schedule": "interleaved", "virtual_stages": v})
     write(f"megatron-t1-gpt-{params}b", {
@@ -75,7 +86,7 @@ for gpus, tflops in [(384, 153), (768, 149), (1536, 141)]:
         "model": gpt("gpt3-175b", 96, 12288, 96), "cluster": cluster(gpus),
         "plan": {"dp": gpus // 96, "tp": 8, "pp": 12, "microbatch_size": 1, "global_batch": 1536, "seq_len": 2048,
                  "recompute": "full", "attention": "unfused", "grad_bucket_bytes": 10**15,
-                 "schedule": "interleaved", "virtual_stages": interleave(96, 12)},
+                 "schedule": "interleaved", "virtual_stages": interleave(96, 12), **MEGATRON_2021},
         "published": {"megatron_tflops_per_gpu": tflops, "source": f"{MEGATRON}, Table 2",
                       "assumptions": f"virtual_stages {interleave(96, 12)}; gradient all-reduce not overlapped"}})
 for gpus, mb, tflops in [(384, 4, 144), (768, 2, 88), (1536, 1, 44)]:
@@ -99,7 +110,7 @@ TABLE5 = [  # name, heads, hidden, layers, tp, pp, gpus, batch, mb, full_s, sel_
 ]
 for name, heads, hidden, layers, tp, pp, gpus, batch, mb, full_s, sel_s, act_none, act_sel, params_opt, v in TABLE5:
     base = {"dp": 1, "tp": tp, "pp": pp, "microbatch_size": mb, "global_batch": batch, "seq_len": 2048,
-            "attention": "unfused", "grad_bucket_bytes": 10**15}
+            "attention": "unfused", "grad_bucket_bytes": 10**15, **MEGATRON_P2P}
     if pp > 1 and v > 1:
         base.update({"schedule": "interleaved", "virtual_stages": v})
     model = gpt(f"gpt-{name}", layers, hidden, heads)

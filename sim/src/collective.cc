@@ -253,20 +253,29 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
     }
     // NCCL runs all-gather and reduce-scatter as rings over all p ranks (its
     // multi-channel rings move the same bytes per link as the levels above),
-    // so a group spanning nodes pays p-1 steps of the slowest hop's latency,
-    // not (k-1) + (n-1) (NCCL src/graph/tuning.cc: ring latency grows with
-    // nRanks). All-reduce keeps the level latencies, like NCCL's tree.
+    // so a group spanning n nodes pays p-1 ring steps, not (k-1) + (n-1).
+    // Of those steps n-1 cross the network and p-n stay on NVLink, each at
+    // its own hop latency (NCCL src/graph/tuning.cc, ncclTopoTuneModel:
+    // latency = baseLat + (nsteps - nInterSteps)·intraLat + nInterSteps·interLat).
+    // The pipeline fill is paid per step at the narrowest link, as before.
+    // All-reduce keeps the level latencies, like NCCL's tree.
     if (topo.kind() == FabricKind::kNvswitchFatTree && nl > 1 && kind != CollectiveKind::kAllReduce) {
-      RingStep slowest;
-      for (const Level& lv : levels) {
-        const RingStep st = ring_step(lv.rings, lv.bidirectional, topo);
-        slowest.alpha = std::max(slowest.alpha, st.alpha);
-        if (slowest.min_bandwidth == 0 || st.min_bandwidth < slowest.min_bandwidth) {
-          slowest.min_bandwidth = st.min_bandwidth;
-        }
+      const RingStep intra = ring_step(levels.front().rings, levels.front().bidirectional, topo);
+      RingStep inter;
+      for (size_t i = 1; i < nl; ++i) {
+        const RingStep st = ring_step(levels[i].rings, levels[i].bidirectional, topo);
+        inter.alpha = std::max(inter.alpha, st.alpha);
+        if (inter.min_bandwidth == 0 || st.min_bandwidth < inter.min_bandwidth) inter.min_bandwidth = st.min_bandwidth;
       }
+      const int64_t inter_steps = levels.back().size() - 1;  // nodes - 1
+      RingStep slowest = inter;
+      if (intra.min_bandwidth > 0 && intra.min_bandwidth < slowest.min_bandwidth) {
+        slowest.min_bandwidth = intra.min_bandwidth;
+      }
+      slowest.alpha = SimTime();
       for (auto& ph : plan.phases) ph.latency = SimTime();
-      plan.phases.front().latency = ring_latency(slowest, p - 1, S / static_cast<double>(p), costs);
+      plan.phases.front().latency = ring_latency(slowest, p - 1, S / static_cast<double>(p), costs) +
+                                    intra.alpha * (p - 1 - inter_steps) + inter.alpha * inter_steps;
       plan.algorithm = "ring (nvlink + network, NCCL channels)";
     }
   }

@@ -59,6 +59,16 @@ FlopsPerSec peak_for(DType d, const ChipSpec& chip) {
   return chip.bf16_peak;
 }
 
+ChipSpec chip_beside_communication(const ChipSpec& chip) {
+  ChipSpec c = chip;
+  if (chip.comm_compute_units <= 0 || chip.comm_compute_units >= chip.compute_units) return c;
+  const double left = static_cast<double>(chip.compute_units - chip.comm_compute_units) / chip.compute_units;
+  c.compute_units = chip.compute_units - chip.comm_compute_units;
+  c.bf16_peak = chip.bf16_peak * left;
+  c.fp8_peak = chip.fp8_peak * left;
+  return c;
+}
+
 SimTime compute_time(const Op& op, const ChipSpec& chip) {
   const double bytes = static_cast<double>(op.bytes_read.value() + op.bytes_written.value());
   const double mem_s = bytes / (chip.hbm_bandwidth.value() * chip.memory_efficiency);

@@ -118,10 +118,15 @@ class EngineCore {
     SHARDSIM_ASSERT(static_cast<int64_t>(ps.stages.size()) == mesh.size(MeshAxis::kPp),
                     "one program per pipeline stage");
     uint64_t slots = 0;
+    // Compute that starts while a collective or transfer of its device is in
+    // flight runs on the SMs communication leaves (compute_model.h).
+    const ChipSpec beside = chip_beside_communication(chip);
+    const bool contended = opt.calibration == nullptr && beside.compute_units != chip.compute_units;
     for (const Program& p : ps.stages) {
       ProgramInfo info;
       const size_t n = p.size();
       info.duration.resize(n);
+      if (contended) info.beside_comm.resize(n);
       info.dep_count.resize(n);
       info.coll_slot.assign(n, 0);
       for (OpId i = 0; i < n; ++i) {
@@ -131,6 +136,7 @@ class EngineCore {
         if (o.kind == OpKind::kCompute) {
           info.duration[i] =
               opt.calibration != nullptr ? calibrated_compute_time(o, chip, *opt.calibration) : compute_time(o, chip);
+          if (contended) info.beside_comm[i] = compute_time(o, beside);
         }
         if (o.kind == OpKind::kCollective) {
           SHARDSIM_ASSERT(!(o.axes & axis_bit(MeshAxis::kPp)), "collectives stay inside a pipeline stage");
@@ -237,6 +243,7 @@ class EngineCore {
  protected:
   struct ProgramInfo {
     std::vector<SimTime> duration;
+    std::vector<SimTime> beside_comm;  ///< duration beside communication; empty: no contention
     std::vector<uint16_t> dep_count;
     std::vector<uint64_t> coll_slot;
   };
@@ -290,7 +297,9 @@ class EngineCore {
         c.advance(now_);
         c.computing = true;
         c.compute_start = now_;
-        push(now_ + info_[stage_of_[d]].duration[op], EvType::kOpEnd, d, op);
+        const ProgramInfo& info = info_[stage_of_[d]];
+        const bool beside = c.comm_active > 0 && !info.beside_comm.empty();
+        push(now_ + (beside ? info.beside_comm[op] : info.duration[op]), EvType::kOpEnd, d, op);
         return;
       }
       case OpKind::kSend:

@@ -110,6 +110,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.memory_efficiency = r.number_in("memory_efficiency", 0.01, 1, 1);
   c.launch_overhead = microseconds(r.number_in("launch_overhead_us", 0, 1e6, 0));
   c.compute_units = static_cast<int>(r.int_in("compute_units", 1, 1 << 20, 1));
+  c.comm_compute_units = static_cast<int>(r.int_in("comm_compute_units", 0, c.compute_units - 1, 0));
   c.tile_m = static_cast<int>(r.int_in("tile_m", 1, 1 << 16, 128));
   c.tile_n = static_cast<int>(r.int_in("tile_n", 1, 1 << 16, 128));
   c.tile_k = static_cast<int>(r.int_in("tile_k", 1, 1 << 16, 64));
@@ -391,6 +392,9 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.fused_attention = r.choice("attention", {"fused", "unfused"}, "fused") == "fused";
   p.sequence_parallel = r.boolean("sequence_parallel", false);
   p.fsdp_prefetch = r.boolean("fsdp_prefetch", true);
+  p.p2p_blocking = r.boolean("p2p_blocking", false);
+  p.p2p_scatter_gather = r.boolean("p2p_scatter_gather", false);
+  p.tp_grad_overlap = r.boolean("tp_grad_overlap", true);
   p.fsdp_shard_size = r.positive_int("fsdp_shard_size", 0);
   p.fsdp_bucket_params = r.positive_int("fsdp_bucket_params", 0);
   p.master_weights_dtype = parse_dtype(r.choice("master_weights_dtype", {"fp32", "bf16"}, "fp32"));

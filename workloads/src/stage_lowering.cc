@@ -7,7 +7,7 @@ namespace shardsim::detail {
 // ---- forward of one chunk for one microbatch ----------------------------------------
 void StageLowering::forward(int32_t local) {
   const std::vector<int64_t> us = units(local);
-  OpId cur = first_chunk(local) ? kNone : recv(Pass::kForward);
+  OpId cur = first_chunk(local) ? kNone : received(Pass::kForward);
   // FSDP: unit i+1's gather is issued when unit i-1 ends, so it runs during
   // unit i (prefetch); without prefetch, when unit i ends.
   std::vector<OpId> gathered(us.size(), kNone);
@@ -64,7 +64,8 @@ OpId StageLowering::head_forward(OpId cur, OpId weights) {
 void StageLowering::backward(int32_t local, bool last_microbatch) {
   record_buckets_ = last_microbatch;  // the parameter all-gathers follow the last buckets
   const std::vector<int64_t> us = units(local);
-  OpId cur = last_chunk(local) ? fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] : recv(Pass::kBackward);
+  OpId cur =
+      last_chunk(local) ? fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] : received(Pass::kBackward);
   std::vector<OpId> gathered(us.size(), kNone);
   // Backward runs the units in reverse; the embedding's backward (a
   // scatter-add) needs no weights.
@@ -106,7 +107,7 @@ OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
   OpId x = b_.add(lg, {cur, weights});
   const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_);
   wgrad = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_);
-  x = column_parallel_grad("head grad all-reduce", -1, dg);
+  x = column_parallel_grad("head grad all-reduce", -1, dg, wgrad);
   return b_.add(norm_op("final norm", -1, Pass::kBackward), {x, wgrad});
 }
 

@@ -190,11 +190,14 @@ class StageLowering {
   }
   /// Backward of a column-parallel input: all-reduce (or reduce-scatter) of
   /// the input gradient. It depends on the activation gradient only, so it
-  /// overlaps the weight-gradient matmul.
-  OpId column_parallel_grad(std::string_view name, int32_t layer, OpId dgrad) {
+  /// overlaps the weight-gradient matmul (Megatron-LM's async tensor-parallel
+  /// all-reduce); without tp_grad_overlap it waits for the weight gradient
+  /// too, as PyTorch autograd ran the linear layer's backward in 2021.
+  OpId column_parallel_grad(std::string_view name, int32_t layer, OpId dgrad, OpId wgrad) {
     if (t_ == 1) return dgrad;
-    return tp_coll(p_.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, name, layer,
-                   Pass::kBackward, T_ * h_ * kAct, dgrad);
+    return collective(p_.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, kTpAxis, kTpS,
+                      name, layer, Pass::kBackward, T_ * h_ * kAct, DType::kBf16,
+                      {dgrad, p_.tp_grad_overlap ? kNone : wgrad});
   }
   OpId row_parallel_grad(std::string_view name, int32_t layer, OpId prev) {
     if (t_ == 1 || !p_.sequence_parallel) return prev;
@@ -202,12 +205,17 @@ class StageLowering {
   }
 
   /// Pipeline transfer of one microbatch's boundary activation (or its
-  /// gradient): T·h bf16 values, split over tp under sequence parallelism.
-  int64_t boundary_bytes() const { return Ts_ * h_ * kAct; }
+  /// gradient): T·h bf16 values, split over tp under sequence parallelism
+  /// or with Megatron's scatter/gather (each rank sends its 1/tp slice).
+  bool scatter_gather() const { return p_.p2p_scatter_gather && t_ > 1 && !p_.sequence_parallel; }
+  int64_t boundary_bytes() const { return (scatter_gather() ? T_ / t_ : Ts_) * h_ * kAct; }
+  /// Blocking p2p (Megatron-LM 2021-2022) runs sends and receives in the
+  /// compute stream's order: compute waits for them and they for compute.
+  StreamId p2p_stream(StreamId own) const { return p_.p2p_blocking ? kC : own; }
   OpId send(Pass pass, OpId dep) {
     const bool next = pass == Pass::kForward;
     Op o = base(next ? "pp send activation" : "pp send gradient", -1, pass,
-                next ? TrainStreams::kSendNext : TrainStreams::kSendPrev);
+                p2p_stream(next ? TrainStreams::kSendNext : TrainStreams::kSendPrev));
     o.kind = OpKind::kSend;
     o.peer = next ? 1 : -1;
     o.comm_bytes = Bytes(boundary_bytes());
@@ -215,11 +223,20 @@ class StageLowering {
   }
   OpId recv(Pass pass) {
     const bool from_prev = pass == Pass::kForward;
-    Op o = base(from_prev ? "pp recv activation" : "pp recv gradient", -1, pass, TrainStreams::kRecv);
+    Op o = base(from_prev ? "pp recv activation" : "pp recv gradient", -1, pass, p2p_stream(TrainStreams::kRecv));
     o.kind = OpKind::kRecv;
     o.peer = from_prev ? -1 : 1;
     o.comm_bytes = Bytes(boundary_bytes());
     return b_.add(o);
+  }
+  /// A receive and, with scatter/gather, the all-gather over tp of the
+  /// received slices (Megatron's gather_split_1d_tensor).
+  OpId received(Pass pass) {
+    const OpId r = recv(pass);
+    if (!scatter_gather()) return r;
+    return tp_coll(CollectiveKind::kAllGather,
+                   pass == Pass::kForward ? "pp activation all-gather" : "pp gradient all-gather", -1, pass,
+                   T_ * h_ * kAct, r);
   }
 
   // ---- FSDP parameter gathers ---------------------------------------------------
@@ -324,7 +341,7 @@ class StageLowering {
       x = act_op(L, Pass::kBackward, dg);
       dg = matmul("mlp up dgrad", L, Pass::kBackward, T_, h_, up_n_, {x});
       wg = matmul("mlp up wgrad", L, Pass::kBackward, h_, up_n_, T_, {x});
-      x = column_parallel_grad("mlp grad all-reduce", L, dg);
+      x = column_parallel_grad("mlp grad all-reduce", L, dg, wg);
       x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
     }
     x = residual(L, Pass::kBackward, x);
@@ -342,7 +359,7 @@ class StageLowering {
     const int64_t qkv_n = (a_ + 2 * kv_) * d_;
     dg = matmul("qkv dgrad", L, Pass::kBackward, T_, h_, qkv_n, {x}, qkv_model_fraction());
     wg = matmul("qkv wgrad", L, Pass::kBackward, h_, qkv_n, T_, {x}, qkv_model_fraction());
-    x = column_parallel_grad("attn grad all-reduce", L, dg);
+    x = column_parallel_grad("attn grad all-reduce", L, dg, wg);
     x = b_.add(norm_op("attn norm", L, Pass::kBackward), {x, wg});
     wgrad = wg;
     return residual(L, Pass::kBackward, x);

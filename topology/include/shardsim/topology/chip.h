@@ -25,11 +25,14 @@ struct ChipSpec {
   /// Measured ring all-reduce bus bandwidth / NVLink line rate (NCCL figures).
   double nvlink_ring_efficiency = 1.0;
   // Compute model defaults (sim/compute_model.h documents their use).
-  double matmul_efficiency = 1.0;               ///< large-GEMM fraction of peak
-  double attention_efficiency = 1.0;            ///< fused attention fraction of peak
-  double memory_efficiency = 1.0;               ///< achievable fraction of HBM bandwidth
-  SimTime launch_overhead;                      ///< per-op fixed cost
-  int compute_units = 1;                        ///< SMs (GPU) or MXUs (TPU) that tiles spread over
+  double matmul_efficiency = 1.0;     ///< large-GEMM fraction of peak
+  double attention_efficiency = 1.0;  ///< fused attention fraction of peak
+  double memory_efficiency = 1.0;     ///< achievable fraction of HBM bandwidth
+  SimTime launch_overhead;            ///< per-op fixed cost
+  int compute_units = 1;              ///< SMs (GPU) or MXUs (TPU) that tiles spread over
+  /// SMs a communication kernel holds while it runs (NCCL: one thread block
+  /// per channel); compute beside it gets compute_units minus these.
+  int comm_compute_units = 0;
   int tile_m = 128, tile_n = 128, tile_k = 64;  ///< matmul tile of one compute unit
   std::string source;                           ///< citation of the figures
 };

@@ -37,6 +37,18 @@ struct Plan {
   /// the scores and softmax to HBM (and keeps them for backward).
   bool fused_attention = true;
   bool fsdp_prefetch = true;  ///< ZeRO-3: all-gather layer i+1 during layer i
+  /// Pipeline sends and receives block the compute stream (Megatron-LM
+  /// 2021-2022: batch_isend_irecv, wait, torch.cuda.synchronize()); false:
+  /// they run on their own streams beside compute.
+  bool p2p_blocking = false;
+  /// Without sequence parallelism, each tensor-parallel rank sends only its
+  /// 1/tp slice of the boundary activation and the receiver all-gathers it
+  /// over NVLink (Narayanan et al. 2021, section 4.1, "scatter/gather").
+  bool p2p_scatter_gather = false;
+  /// The tensor-parallel all-reduce of an input gradient overlaps the
+  /// weight-gradient matmul (Megatron-LM's async all-reduce, late 2021);
+  /// false: it starts after it, as autograd ran it before.
+  bool tp_grad_overlap = true;
   /// Hybrid FSDP (zero 3): shard within groups of this many dp ranks and
   /// replicate across dp / fsdp_shard_size groups; 0 shards over all of dp.
   int64_t fsdp_shard_size = 0;
