@@ -141,6 +141,26 @@ TEST(Lowering, HybridFsdpAllReducesShardsAcrossReplicas) {
   EXPECT_EQ(replica_reduces, 32 + 2);  // every layer, the embedding and the head, once per step
 }
 
+TEST(Memory, GradientBucketsNeverExceedTheGradients) {
+  // Two buckets in flight hold at most the gradients once: a bucket larger
+  // than every gradient (Megatron 2021's "reduce after the backward", written
+  // as a huge bucket) is not counted at its nominal size.
+  const char* base = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 64, "zero": 1, "global_batch": 64, "seq_len": 4096}})";
+  auto comm = [&](const char* bucket) {
+    const MemoryReport r = training_memory(testing::scenario(base, {{"plan.grad_bucket_bytes", bucket}}));
+    for (const auto& c : r.components) {
+      if (c.name == "comm_buffers") return c.bytes;
+    }
+    return int64_t{-1};
+  };
+  const int64_t small = comm("25000000"), huge = comm("1000000000000000");
+  EXPECT_EQ(small, 2 * 25'000'000);
+  EXPECT_GT(huge, small);
+  const MemoryReport r = training_memory(testing::scenario(base));
+  EXPECT_EQ(huge, r.components[1].bytes);  // the gradients, once
+}
+
 TEST(Memory, ExpertParallelismSplitsExpertWeights) {
   const std::string base =
       R"({"model": "mixtral-8x7b", "cluster": "dgx-h100-64", "plan": {"dp": 64, "global_batch": 64, "seq_len": 4096}})";

@@ -174,7 +174,11 @@ MemoryReport training_memory(const Scenario& s) {
       buffers +=
           2 * 2 * static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor) * m.hidden;
     }
-    if (!fsdp && shards > 1) buffers += 2 * p.grad_bucket_bytes;                    // DDP buckets in flight
+    // DDP: two buckets in flight, together no more than the stage's gradients
+    // (a bucket size beyond them means one bucket of everything).
+    if (!fsdp && shards > 1) {
+      buffers += std::min(2 * p.grad_bucket_bytes, state(dtype_bytes(p.grad_reduce_dtype), false));
+    }
     if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
     if (p.cp > 1) {
       const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
