@@ -86,9 +86,7 @@ Json compute_benchmarks(bool quick, ProgressWriter& progress) {
 Json collective_benchmarks(bool quick, int rank, int world, ProgressWriter& progress) {
   MPI_Op bf16 = MPI_OP_NULL;
   check_mpi(MPI_Op_create(&bf16_sum, 1, &bf16), "MPI_Op_create");
-  std::vector<int> groups;
-  for (int g = 2; g <= world; g *= 2) groups.push_back(g);
-  if (world > 1 && groups.back() != world) groups.push_back(world);
+  const std::vector<int> groups = detail::benchmark_group_sizes(world);
   const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{int64_t{4} << 10, int64_t{1} << 20}
                                            : std::vector<int64_t>{int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20,
                                                                   int64_t{4} << 20, int64_t{16} << 20};

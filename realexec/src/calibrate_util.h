@@ -49,6 +49,15 @@ double time_median(MPI_Comm comm, int min_reps, double budget_s, Fn fn) {
   return worst;
 }
 
+/// Group sizes the collective benchmarks measure: 2, 4, 8, ... and the
+/// whole world (groups of consecutive ranks).
+inline std::vector<int> benchmark_group_sizes(int world) {
+  std::vector<int> groups;
+  for (int g = 2; g <= world; g *= 2) groups.push_back(g);
+  if (world > 1 && groups.back() != world) groups.push_back(world);
+  return groups;
+}
+
 /// Fit of t = latency + bytes / bandwidth minimizing the squared relative
 /// error Σ((latency + bytes·b − t) / t)² (weights 1/t²), so the small sizes
 /// fix the latency and the large ones the bandwidth; plain least squares

@@ -3,7 +3,6 @@
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +20,7 @@
 #include "cuda_math.h"
 #include "cuda_util.h"
 #include "gather.h"
+#include "group_comms.h"
 #include "mpi_util.h"
 #include "shardsim/realexec/op_sizing.h"
 #include "shardsim/realexec/progress.h"
@@ -73,18 +73,12 @@ class CudaExecutor {
   void issue_comm(OpId id, const Op& op, cudaStream_t st);
   void wait_for_step();
   void collect_verify();
-  void maybe_fault(OpId op);
-  int peer_of(int rank, const Op& op) const {
-    const int64_t n = mesh_.size(op.peer_axis), c = mesh_.coord(rank, op.peer_axis);
-    const int64_t nc = ((c + op.peer) % n + n) % n;
-    return static_cast<int>(rank + (nc - c) * mesh_.stride(op.peer_axis));
-  }
+  int peer_of(int rank, const Op& op) const { return detail::peer_rank(mesh_, rank, op); }
   Channel channel_of(const Op& op) const {
     const int backward = op.pass == Pass::kForward ? 0 : 1;
     return op.kind == OpKind::kSend ? Channel{rank_, peer_of(rank_, op), backward}
                                     : Channel{peer_of(rank_, op), rank_, backward};
   }
-  static int comm_key(uint8_t axes, StreamId stream) { return axes << 8 | stream; }
 
   Mesh mesh_;
   int rank_;
@@ -155,23 +149,9 @@ CudaExecutor::~CudaExecutor() {
 }
 
 void CudaExecutor::create_collective_comms(const ProgramSet& ps) {
-  // As the CPU executor: every rank visits every (axes, stream) pair of every
-  // stage in one sorted order; the pair's groups partition the world, so each
-  // rank joins exactly one group per pair and the blocking ncclCommInitRank
-  // calls line up.
-  std::vector<int> keys;
-  for (const Program& p : ps.stages) {
-    for (const Op& op : p.ops()) {
-      if (op.kind == OpKind::kCollective) keys.push_back(comm_key(op.axes, op.stream));
-    }
-  }
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  for (int key : keys) {
-    const auto axes = static_cast<uint8_t>(key >> 8);
-    MPI_Comm c = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(mesh_.group_index(rank_, axes)), rank_, &c),
-              "MPI_Comm_split");
+  // The CPU executor's groups; each group's unique id is broadcast over its
+  // MPI communicator and the blocking ncclCommInitRank calls line up.
+  detail::split_group_comms(ps, mesh_, rank_, [&](int key, MPI_Comm c) {
     Group g;
     MPI_Comm_size(c, &g.size);
     MPI_Comm_rank(c, &g.rank);
@@ -181,7 +161,7 @@ void CudaExecutor::create_collective_comms(const ProgramSet& ps) {
     MPI_Comm_free(&c);
     check_nccl(ncclCommInitRank(&g.comm, g.size, id, g.rank), "ncclCommInitRank");
     groups_[key] = g;
-  }
+  });
 }
 
 void CudaExecutor::create_channel_comms(const ProgramSet& ps) {
@@ -285,16 +265,6 @@ void CudaExecutor::allocate() {
   check_cuda(cudaStreamSynchronize(streams_[0]), "cudaStreamSynchronize");
 }
 
-void CudaExecutor::maybe_fault(OpId op) {
-  const FaultSpec& f = opt_.fault;
-  if (f.kind == FaultSpec::Kind::kNone || f.kind == FaultSpec::Kind::kCorrupt || f.rank != rank_ ||
-      f.op != static_cast<int64_t>(op) || step_ != 0) {
-    return;
-  }
-  if (f.kind == FaultSpec::Kind::kKill) ::raise(SIGKILL);
-  std::this_thread::sleep_for(std::chrono::duration<double>(f.delay_s));
-}
-
 void CudaExecutor::issue_compute(const Op& op, cudaStream_t st) {
   using K = KernelCall::Kernel;
   const KernelCall c = kernel_call(op, ctx_, program_.name(op).find("ring") != std::string_view::npos);
@@ -346,7 +316,7 @@ void CudaExecutor::issue_comm(OpId id, const Op& op, cudaStream_t st) {
   char* send = send_[op.stream];
   char* recv = recv_[op.stream];
   if (op.kind == OpKind::kCollective) {
-    const Group& g = groups_.at(comm_key(op.axes, op.stream));
+    const Group& g = groups_.at(detail::group_comm_key(op.axes, op.stream));
     const CommFootprint f = comm_footprint(op, g.size);
     const auto n_send = static_cast<size_t>(f.send_bytes / w), n_recv = static_cast<size_t>(f.recv_bytes / w);
     if (opt_.verify) {
@@ -405,7 +375,7 @@ void CudaExecutor::issue(OpId id) {
   (op.kind == OpKind::kCompute ? rec.compute_op : rec.comm_op)
       .store(static_cast<int32_t>(id), std::memory_order_relaxed);
   progress_.touch();
-  maybe_fault(id);
+  apply_fault(opt_.fault, rank_, id, step_);
   cudaStream_t st = streams_[op.stream];
   // The previous op of the stream is a dependency by stream order; the
   // others wait on their end events.
@@ -432,7 +402,7 @@ void CudaExecutor::issue(OpId id) {
   if (op.kind == OpKind::kRecv) {
     c = detail::receive_check(op, 1, 0, peer_of(rank_, op));
   } else {
-    const Group& g = groups_.at(comm_key(op.axes, op.stream));
+    const Group& g = groups_.at(detail::group_comm_key(op.axes, op.stream));
     c = detail::receive_check(op, g.size, g.rank, 0);
   }
   check_cuda(cuda::check_pattern(recv_[op.stream], static_cast<int>(w), c, bad_ + id, bad_ + program_.size() + id, st),

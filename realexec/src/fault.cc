@@ -1,8 +1,12 @@
 // SHARDSIM_FAULT parsing: fault injection for the failure tests (rank.h).
+#include <signal.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "shardsim/realexec/rank.h"
@@ -50,6 +54,15 @@ FaultSpec parse_fault(const std::string& text) {
   if (f.rank < 0 || f.op < 0) throw bad("rank and op are required");
   if (f.kind == FaultSpec::Kind::kDelay && !(f.delay_s > 0)) throw bad("delay needs s=SECONDS > 0");
   return f;
+}
+
+void apply_fault(const FaultSpec& f, int rank, int64_t op, int step) {
+  if (f.kind == FaultSpec::Kind::kNone || f.kind == FaultSpec::Kind::kCorrupt || f.rank != rank || f.op != op ||
+      step != 0) {
+    return;
+  }
+  if (f.kind == FaultSpec::Kind::kKill) ::raise(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::duration<double>(f.delay_s));
 }
 
 }  // namespace shardsim::realexec

@@ -1,7 +1,6 @@
 #include "shardsim/realexec/rank.h"
 
 #include <mpi.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 #if defined(__SSE__)
@@ -25,6 +24,7 @@
 
 #include "comm_check.h"
 #include "gather.h"
+#include "group_comms.h"
 #include "mpi_util.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/realexec/kernels.h"
@@ -113,16 +113,10 @@ class Executor {
   void run_compute(const Op& op);
   void start_comm(OpId id, std::vector<InFlight>& inflight, std::vector<MPI_Request>& reqs);
   void finish_comm(const InFlight& f);
-  void maybe_fault(OpId op);
   void mismatch(const std::string& what);
   SimTime now() const { return SimTime::from_ps((Clock::now() - t0_).count() * 1000); }
-  MPI_Comm comm_of(const Op& op) const { return comms_.at(comm_key(op.axes, op.stream)); }
-  static int comm_key(uint8_t axes, StreamId stream) { return axes << 8 | stream; }
-  int peer_of(const Op& op) const {
-    const int64_t n = mesh_.size(op.peer_axis), c = mesh_.coord(rank_, op.peer_axis);
-    const int64_t nc = ((c + op.peer) % n + n) % n;
-    return static_cast<int>(rank_ + (nc - c) * mesh_.stride(op.peer_axis));
-  }
+  MPI_Comm comm_of(const Op& op) const { return comms_.at(detail::group_comm_key(op.axes, op.stream)); }
+  int peer_of(const Op& op) const { return detail::peer_rank(mesh_, rank_, op); }
 
   Mesh mesh_;
   int rank_;
@@ -157,24 +151,7 @@ class Executor {
 };
 
 void Executor::split_communicators(const ProgramSet& ps) {
-  // Every rank calls MPI_Comm_split for every (axes, stream) pair of every
-  // stage, in one sorted order (a rank outside the pair's stages gets a
-  // communicator it never uses): MPI_Comm_split is collective over the world.
-  std::vector<int> keys;
-  for (const Program& p : ps.stages) {
-    for (const Op& op : p.ops()) {
-      if (op.kind == OpKind::kCollective) keys.push_back(comm_key(op.axes, op.stream));
-    }
-  }
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  for (int key : keys) {
-    const auto axes = static_cast<uint8_t>(key >> 8);
-    MPI_Comm c = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(mesh_.group_index(rank_, axes)), rank_, &c),
-              "MPI_Comm_split");
-    comms_[key] = c;
-  }
+  detail::split_group_comms(ps, mesh_, rank_, [&](int key, MPI_Comm c) { comms_[key] = c; });
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &p2p_), "MPI_Comm_dup");
 }
 
@@ -197,16 +174,6 @@ void Executor::allocate() {
     if (static_cast<int64_t>(b.send.size()) < c.send_bytes) b.send.resize(static_cast<size_t>(c.send_bytes));
     if (static_cast<int64_t>(b.recv.size()) < c.recv_bytes) b.recv.resize(static_cast<size_t>(c.recv_bytes));
   }
-}
-
-void Executor::maybe_fault(OpId op) {
-  const FaultSpec& f = opt_.fault;
-  if (f.kind == FaultSpec::Kind::kNone || f.kind == FaultSpec::Kind::kCorrupt || f.rank != rank_ ||
-      f.op != static_cast<int64_t>(op) || step_ != 0) {
-    return;
-  }
-  if (f.kind == FaultSpec::Kind::kKill) ::raise(SIGKILL);
-  std::this_thread::sleep_for(std::chrono::duration<double>(f.delay_s));
 }
 
 void Executor::mismatch(const std::string& what) {
@@ -261,7 +228,7 @@ void Executor::compute_loop() {
       rec.compute_op.store(static_cast<int32_t>(op), std::memory_order_relaxed);
       rec.compute_busy.store(1, std::memory_order_relaxed);
       progress_.touch();
-      maybe_fault(op);
+      apply_fault(opt_.fault, rank_, op, step_);
       const SimTime start = now();
       run_compute(program_.op(op));
       const SimTime end = now();
@@ -325,7 +292,7 @@ void Executor::start_comm(OpId id, std::vector<InFlight>& inflight, std::vector<
   const Op& op = program_.op(id);
   progress_.record().comm_op.store(static_cast<int32_t>(id), std::memory_order_relaxed);
   progress_.touch();
-  maybe_fault(id);
+  apply_fault(opt_.fault, rank_, id, step_);
   CommBuffers& buf = comm_bufs_[op.stream];
   const int64_t w = comm_value_bytes(op.dtype);
   MPI_Datatype type = w == 4 ? MPI_FLOAT : w == 2 ? MPI_UINT16_T : MPI_INT8_T;

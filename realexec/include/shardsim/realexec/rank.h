@@ -36,6 +36,9 @@ struct FaultSpec {
 /// "corrupt:rank=R:op=N" (the SHARDSIM_FAULT
 /// environment variable); "" is no fault. Throws std::invalid_argument.
 FaultSpec parse_fault(const std::string& text);
+/// The kill and delay faults: rank `rank` raises SIGKILL, or sleeps, when
+/// it starts op `op` of step `step` and `f` names that rank, op and step 0.
+void apply_fault(const FaultSpec& f, int rank, int64_t op, int step);
 
 struct RankOptions {
   int steps = 3;         ///< measured steps
