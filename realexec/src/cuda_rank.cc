@@ -22,6 +22,7 @@
 #include "gather.h"
 #include "group_comms.h"
 #include "mpi_util.h"
+#include "rank_frame.h"
 #include "shardsim/realexec/op_sizing.h"
 #include "shardsim/realexec/progress.h"
 #include "shardsim/workloads/lower.h"
@@ -524,45 +525,20 @@ void detail::select_cuda_device() {
 namespace {
 
 int run(const Scenario& s, const RankOptions& opt, int rank, int world, MeasuredRun* measured) {
-  const ProgramSet ps = lower_training_step(s);
-  if (world != s.cluster.devices) {
-    throw std::runtime_error("the scenario has " + std::to_string(s.cluster.devices) + " devices but mpirun started " +
-                             std::to_string(world) + " ranks");
-  }
   detail::select_cuda_device();
-  ProgressWriter progress(opt.progress_dir, rank);
-  progress.record().state.store(static_cast<int32_t>(RankState::kRunning));
-  VerifyStats local;
-  if (opt.verify) {
-    const SelfCheck k = cuda_kernel_self_check();
-    local.kernels_checked = k.checked;
-    local.mismatches = k.mismatches;
-    if (!k.first_mismatch.empty()) local.first_mismatch = "rank " + std::to_string(rank) + ": " + k.first_mismatch;
-  }
-  std::vector<double> local_s;
-  std::vector<TimelineSpan> spans;
-  {
-    CudaExecutor ex(s, ps, rank, world, opt, progress);
-    const int total = opt.warmup_steps + opt.steps;
-    for (int step = 0; step < total; ++step) {
-      const double t = ex.run_step(step, step == total - 1);
-      if (step >= opt.warmup_steps) local_s.push_back(t);
-    }
-    spans = ex.spans();
-    const VerifyStats& st = ex.stats();
-    local.collectives_checked += st.collectives_checked;
-    local.transfers_checked += st.transfers_checked;
-    local.mismatches += st.mismatches;
-    if (local.first_mismatch.empty()) local.first_mismatch = st.first_mismatch;
-  }
-  progress.record().state.store(static_cast<int32_t>(RankState::kDone));
-  progress.touch();
-  cudaDeviceProp prop{};
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
-  detail::gather_measured_run(local_s, spans, local, opt, rank, world, measured, "cuda", prop.name);
-  return 0;
+  return detail::run_rank_steps(
+      s, opt, rank, world, measured, "cuda",
+      [&](const ProgramSet& ps, ProgressWriter& progress) {
+        return std::make_unique<CudaExecutor>(s, ps, rank, world, opt, progress);
+      },
+      [] { return cuda_kernel_self_check(); },
+      [] {
+        cudaDeviceProp prop{};
+        int device = 0;
+        check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+        check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+        return std::string(prop.name);
+      });
 }
 
 }  // namespace

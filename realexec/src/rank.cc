@@ -26,6 +26,7 @@
 #include "gather.h"
 #include "group_comms.h"
 #include "mpi_util.h"
+#include "rank_frame.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/realexec/kernels.h"
 #include "shardsim/realexec/measured.h"
@@ -493,37 +494,13 @@ double Executor::run_step(int step, bool record) {
 }
 
 int run(const Scenario& s, const RankOptions& opt, int rank, int world, MeasuredRun* measured) {
-  const ProgramSet ps = lower_training_step(s);
-  if (world != s.cluster.devices) {
-    throw std::runtime_error("the scenario has " + std::to_string(s.cluster.devices) + " devices but mpirun started " +
-                             std::to_string(world) + " ranks");
-  }
   set_blas_threads(1);
-  ProgressWriter progress(opt.progress_dir, rank);
-  progress.record().state.store(static_cast<int32_t>(RankState::kRunning));
-  VerifyStats local;
-  if (opt.verify) {
-    const SelfCheck k = kernel_self_check();
-    local.kernels_checked = k.checked;
-    local.mismatches = k.mismatches;
-    if (!k.first_mismatch.empty()) local.first_mismatch = "rank " + std::to_string(rank) + ": " + k.first_mismatch;
-  }
-  Executor ex(s, ps, rank, opt, progress);
-  const int total = opt.warmup_steps + opt.steps;
-  std::vector<double> local_s;
-  for (int step = 0; step < total; ++step) {
-    const double t = ex.run_step(step, step == total - 1);
-    if (step >= opt.warmup_steps) local_s.push_back(t);
-  }
-  VerifyStats& st = ex.stats();
-  local.collectives_checked += st.collectives_checked;
-  local.transfers_checked += st.transfers_checked;
-  local.mismatches += st.mismatches;
-  if (local.first_mismatch.empty()) local.first_mismatch = st.first_mismatch;
-  progress.record().state.store(static_cast<int32_t>(RankState::kDone));
-  progress.touch();
-  detail::gather_measured_run(local_s, ex.spans(), local, opt, rank, world, measured);
-  return 0;
+  return detail::run_rank_steps(
+      s, opt, rank, world, measured, "cpu",
+      [&](const ProgramSet& ps, ProgressWriter& progress) {
+        return std::make_unique<Executor>(s, ps, rank, opt, progress);
+      },
+      [] { return kernel_self_check(); }, [] { return std::string(); });
 }
 
 }  // namespace
