@@ -231,6 +231,27 @@ FatTreeSpec parse_fat_tree(ObjectReader& r, const ChipSpec& chip, int64_t device
   return f;
 }
 
+/// One host whose ranks exchange data through shared memory (MPI's
+/// shared-memory transport): every rank copies into and out of memory at its
+/// own rate, and any two ranks' copies share nothing else, so the fabric is a
+/// star of one node: the single-switch case of the fat tree, with each rank's
+/// link at the copy rate. A message crosses two links (rank to memory, memory
+/// to rank), each paying half of `latency_us`; `base_latency_us` is the fixed
+/// cost of one collective call. No NIC is used. Defaults are placeholders
+/// until `shardsim calibrate` measures the host.
+FatTreeSpec parse_shared_memory(ObjectReader& r, int64_t devices, ClusterSpec& c) {
+  FatTreeSpec f;
+  f.gpus_per_node = devices;
+  f.nvlink_bandwidth = gbyte_per_s(r.number_in("copy_GBps_per_rank", 1e-3, 1e6, 5.0));
+  f.nvlink_efficiency = 1.0;  // the copy rate is what a rank achieves
+  f.nvlink_latency = microseconds(r.number_in("latency_us", 0, 1e6, 2.0) / 2);
+  f.nic_bandwidth = f.nvlink_bandwidth;  // never used: one node
+  f.nic_latency = f.nvlink_latency;
+  c.collective.base_latency = microseconds(r.number_in("base_latency_us", 0, 1e6, 5.0));
+  c.collective.pipeline_chunk = Bytes(r.int_in("pipeline_chunk_bytes", 0, int64_t{1} << 40, 0));
+  return f;
+}
+
 TorusSpec parse_torus(ObjectReader& r, const ChipSpec& chip, int64_t devices, ClusterSpec& c) {
   TorusSpec t;
   const Json& dims = r.raw("dims");
@@ -293,10 +314,13 @@ ClusterSpec parse_cluster(const Json& j, const std::string& file) {
     c.calibration = load_calibration(path);
   }
   ObjectReader f(r.raw("fabric"), file, "/cluster/fabric");
-  const std::string kind = f.choice("kind", {"torus", "nvswitch_fat_tree"}, "");
+  const std::string kind = f.choice("kind", {"torus", "nvswitch_fat_tree", "shared_memory"}, "");
   if (kind == "torus") {
     c.fabric = FabricKind::kTorus;
     c.torus = parse_torus(f, c.chip, c.devices, c);
+  } else if (kind == "shared_memory") {
+    c.fabric = FabricKind::kNvswitchFatTree;
+    c.fat_tree = parse_shared_memory(f, c.devices, c);
   } else {
     c.fabric = FabricKind::kNvswitchFatTree;
     c.fat_tree = parse_fat_tree(f, c.chip, c.devices, c);
