@@ -69,6 +69,15 @@ struct DeviceClock {
   SimTime compute_start;  // of the compute op running now
   int comm_active = 0;
   bool computing = false;
+  /// Compute ops running now (usually one; one per compute stream): when
+  /// each ends at the rate it runs at now, and whether that rate is the
+  /// one beside communication (fewer SMs).
+  struct Running {
+    OpId op;
+    SimTime end;
+    bool beside;
+  };
+  std::vector<Running> running;
   void advance(SimTime now) {
     const SimTime dt = now - last;
     if (computing) {
@@ -226,6 +235,7 @@ class EngineCore {
     ++result_.events;
     switch (e.type) {
       case EvType::kOpEnd:
+        if (stale_compute_end(e.a, e.b)) break;
         end_op(e.a, e.b);
         break;
       case EvType::kFlowEnd:
@@ -284,6 +294,44 @@ class EngineCore {
            (pass == Pass::kForward ? 0u : 1u);
   }
 
+  /// Compute beside communication (compute_model.h): when a device's
+  /// communication starts or stops while a compute op runs, the op's
+  /// remaining work continues at the other rate. Its end moves; the event
+  /// pushed for the old end is recognised as stale when it fires.
+  void retime_compute(DeviceId d) {
+    DeviceClock& c = clocks_[d];
+    if (c.running.empty() || !active_[d]) return;
+    const ProgramInfo& info = info_[stage_of_[d]];
+    const bool beside = c.comm_active > 0;
+    for (DeviceClock::Running& r : c.running) {
+      if (beside == r.beside) continue;
+      const double from = static_cast<double>((r.beside ? info.beside_comm : info.duration)[r.op].ps());
+      const double to = static_cast<double>((beside ? info.beside_comm : info.duration)[r.op].ps());
+      r.beside = beside;
+      if (from <= 0) continue;
+      const double left = static_cast<double>((r.end - now_).ps());
+      const SimTime end = now_ + SimTime::from_ps(static_cast<int64_t>(std::llround(left * to / from)));
+      if (end == r.end) continue;
+      r.end = end;
+      push(end, EvType::kOpEnd, d, r.op);
+    }
+  }
+  /// Whether an op-end event is one of a compute op whose end has moved
+  /// since it was pushed; the op's current end leaves the running list.
+  bool stale_compute_end(DeviceId d, OpId op) {
+    if (info_[stage_of_[d]].beside_comm.empty() || program(d).op(op).kind != OpKind::kCompute) return false;
+    // With contention every running compute op is listed until its end.
+    DeviceClock& c = clocks_[d];
+    for (size_t i = 0; i < c.running.size(); ++i) {
+      if (c.running[i].op != op) continue;
+      if (c.running[i].end != now_) return true;
+      c.running[i] = c.running.back();
+      c.running.pop_back();
+      return false;
+    }
+    return true;  // ended already: an event of an end that moved away and back
+  }
+
   void start(uint32_t d, OpId op) {
     const Op& o = program(d).op(op);
 #if SHARDSIM_EXPENSIVE_CHECKS
@@ -299,7 +347,9 @@ class EngineCore {
         c.compute_start = now_;
         const ProgramInfo& info = info_[stage_of_[d]];
         const bool beside = c.comm_active > 0 && !info.beside_comm.empty();
-        push(now_ + (beside ? info.beside_comm[op] : info.duration[op]), EvType::kOpEnd, d, op);
+        const SimTime end = now_ + (beside ? info.beside_comm[op] : info.duration[op]);
+        if (!info.beside_comm.empty()) c.running.push_back({op, end, beside});
+        push(end, EvType::kOpEnd, d, op);
         return;
       }
       case OpKind::kSend:
@@ -337,6 +387,7 @@ class EngineCore {
     for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
       clocks_[x].advance(now_);
       ++clocks_[x].comm_active;
+      retime_compute(x);
     }
     if (const auto fit = calibrated("send-recv", 2)) {
       // Measured point-to-point: latency + bytes / bandwidth, no flow.
@@ -355,6 +406,7 @@ class EngineCore {
     for (DeviceId x : {tr.src, tr.dst}) {
       clocks_[x].advance(now_);
       --clocks_[x].comm_active;
+      retime_compute(x);
     }
     end_op(tr.src, tr.send_op);
     if (!active_[tr.dst]) return;
@@ -398,6 +450,7 @@ class EngineCore {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
       ++c.comm_active;
+      retime_compute(m);
     }
     if (r.cached->plan.phases.empty()) {
       complete(id);
@@ -465,6 +518,7 @@ class EngineCore {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
       --c.comm_active;
+      retime_compute(m);
     }
     free_runs_.push_back(id);
     const SimTime busy = now_ - r.start;
