@@ -19,6 +19,53 @@ ChipSpec simple_chip() {
   return c;
 }
 
+// Compute beside communication, in closed form: a 4 ms op on a chip whose
+// communication holds half of its SMs runs at half speed from the moment a
+// collective starts beside it (1 ms in), so it ends at 1 + 3·2 = 7 ms; with
+// no SMs held it ends at 4 ms.
+TEST(Engine, ComputeSlowsFromTheMomentCommunicationStartsBesideIt) {
+  ProgramBuilder b;
+  b.add_stream("compute");
+  b.add_stream("comm");
+  Op a;
+  a.compute = ComputeKind::kAttention;
+  a.flops = Flops(4e9);  // 4 ms at 1e12 FLOP/s
+  const OpId slow = b.add(a);
+  Op x = a;
+  x.stream = 1;
+  x.flops = Flops(1e9);  // 1 ms, on the other stream: the collective waits for it
+  const OpId first = b.add(x);
+  Op ar;
+  ar.kind = OpKind::kCollective;
+  ar.collective = CollectiveKind::kAllReduce;
+  ar.axes = axis_bit(MeshAxis::kDp);
+  ar.stream = 1;
+  ar.comm_bytes = Bytes(100'000'000);  // about 100 ms over 1 GB/s: outlasts the op
+  b.add(ar, {first});
+  ProgramSet p;
+  p.stages.push_back(std::move(b).finish());
+  const Mesh m({1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+  TorusSpec t;
+  t.dims = {2};
+  t.wraparound = {false};
+  t.link_bandwidth = gbyte_per_s(1);
+  const auto topo = make_torus(t);
+  auto end_of_slow_op = [&](int held) {
+    ChipSpec chip = simple_chip();
+    chip.compute_units = 4;
+    chip.comm_compute_units = held;
+    EngineOptions opt;
+    opt.trace_devices = {0};
+    const EngineResult r = simulate(p, m, *topo, chip, opt);
+    for (const TimelineSpan& s : r.timeline.spans) {
+      if (s.device == 0 && s.op == slow) return s.end.ps();
+    }
+    return int64_t{-1};
+  };
+  EXPECT_EQ(end_of_slow_op(0), 4'000'000'000);
+  EXPECT_EQ(end_of_slow_op(2), 7'000'000'000);
+}
+
 // A DAG of compute ops only takes exactly its critical path.
 TEST(Engine, ComputeOnlyDagTakesItsCriticalPath) {
   ProgramBuilder b;
