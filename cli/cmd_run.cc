@@ -155,6 +155,14 @@ int cmd_run(const std::vector<std::string>& args) {
     throw UsageError("--backend cuda: " + std::to_string(ranks) + " ranks but this machine has " +
                      std::to_string(cuda_devices) + " CUDA devices (one rank per GPU)");
   }
+  if (s.plan.p2p_blocking && s.plan.pp > 1) {
+    // A real send completes only when its receive is posted: two stages
+    // each blocking their compute stream on a send to the other would wait
+    // forever (Megatron paired them with batch_isend_irecv).
+    throw InputError(s.file, "/plan/p2p_blocking",
+                     "real runs need pipeline transfers on their own streams (two blocking sends would wait on each "
+                     "other); set it false");
+  }
   const ProgramSet ps = lower_training_step(s);
   check_size(s, ps, cuda ? realexec::kMaxRankBytesCuda : realexec::kMaxRankBytes);
   realexec::LaunchRequest req;

@@ -164,6 +164,71 @@ TEST(ContextParallel, RingAttentionTransfersHideBehindCompute) {
   EXPECT_GT(contended, normal);
 }
 
+// Megatron-LM's software of 2021 as plan fields (docs/model.md, section 1).
+const char* kMegatronStyle = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+    "plan": {"dp": 16, "tp": 2, "pp": 2, "sequence_parallel": false, "global_batch": 64, "seq_len": 2048}})";
+
+double step_s(const std::vector<Override>& sets) {
+  return run_training_step(testing::scenario(kMegatronStyle, sets), {}).report.step_time_s;
+}
+
+TEST(MegatronSoftware, BlockingP2pRunsTransfersInTheComputeStreamAndNeverHelps) {
+  const Scenario s = testing::scenario(kMegatronStyle, {{"plan.p2p_blocking", "true"}});
+  int transfers = 0;
+  for (const Program& p : lower_training_step(s).stages) {
+    for (const Op& o : p.ops()) {
+      if (o.kind != OpKind::kSend && o.kind != OpKind::kRecv) continue;
+      EXPECT_EQ(o.stream, 0) << p.name(o);
+      ++transfers;
+    }
+  }
+  EXPECT_GT(transfers, 0);
+  EXPECT_GE(step_s({{"plan.p2p_blocking", "true"}}), step_s({}));
+}
+
+TEST(MegatronSoftware, ScatterGatherSendsASliceAndAllGathersIt) {
+  // Without sequence parallelism each tp rank sends 1/tp of the boundary
+  // activation; the receiver all-gathers the slices over tp.
+  auto transfer_bytes = [](const Scenario& s, int& gathers) {
+    int64_t bytes = 0;
+    gathers = 0;
+    for (const Program& p : lower_training_step(s).stages) {
+      for (const Op& o : p.ops()) {
+        if (o.kind == OpKind::kSend) bytes = o.comm_bytes.value();
+        if (o.kind == OpKind::kCollective && p.name(o).find("pp activation all-gather") != std::string_view::npos) {
+          ++gathers;
+        }
+      }
+    }
+    return bytes;
+  };
+  int plain_gathers = 0, sg_gathers = 0;
+  const int64_t plain = transfer_bytes(testing::scenario(kMegatronStyle), plain_gathers);
+  const int64_t sliced =
+      transfer_bytes(testing::scenario(kMegatronStyle, {{"plan.p2p_scatter_gather", "true"}}), sg_gathers);
+  EXPECT_EQ(sliced * 2, plain);  // tp 2
+  EXPECT_EQ(plain_gathers, 0);
+  EXPECT_GT(sg_gathers, 0);
+}
+
+TEST(MegatronSoftware, InputGradientAllReduceWaitsForTheWeightGradientWithoutOverlap) {
+  auto waits_for_wgrad = [](const Scenario& s) {
+    int waits = 0, reduces = 0;
+    const ProgramSet ps = lower_training_step(s);
+    const Program& p = ps.stages.front();
+    for (OpId i = 0; i < p.size(); ++i) {
+      if (p.name(p.op(i)).find("attn grad all-reduce") == std::string_view::npos) continue;
+      ++reduces;
+      for (OpId d : p.deps(i)) waits += p.name(p.op(d)).find("wgrad") != std::string_view::npos;
+    }
+    EXPECT_GT(reduces, 0);
+    return waits;
+  };
+  EXPECT_EQ(waits_for_wgrad(testing::scenario(kMegatronStyle)), 0);
+  EXPECT_GT(waits_for_wgrad(testing::scenario(kMegatronStyle, {{"plan.tp_grad_overlap", "false"}})), 0);
+  EXPECT_GE(step_s({{"plan.tp_grad_overlap", "false"}}), step_s({}));
+}
+
 TEST(Pipeline, InFlightActivationsFollowTheSchedule) {
   // 1F1B keeps p - stage microbatches on a stage; GPipe keeps all m.
   Plan p;
