@@ -81,4 +81,30 @@ std::string take_value(const std::vector<std::string>& args, size_t& i) {
   return args[++i];
 }
 
+int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || x < lo || x > hi) {
+    throw UsageError(flag + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                     ", got \"" + v + "\"");
+  }
+  return x;
+}
+
+double parse_seconds(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(x > 0) || x > 86400) {
+    throw UsageError(flag + ": expected seconds in (0, 86400], got \"" + v + "\"");
+  }
+  return x;
+}
+
+void take_scenario_file(const std::string& cmd, const std::string& a, std::string& file) {
+  const std::string prefix = cmd.empty() ? "" : cmd + ": ";
+  if (!a.empty() && a[0] == '-') throw UsageError(prefix + "unknown option " + a);
+  if (!file.empty()) throw UsageError(prefix + "one scenario file expected, got a second: " + a);
+  file = a;
+}
+
 }  // namespace shardsim::cli

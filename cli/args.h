@@ -30,5 +30,13 @@ std::vector<uint32_t> parse_device_list(const std::string& flag, const std::stri
 Override parse_set(const std::string& text);
 /// Next argument after a flag, or a UsageError naming the flag.
 std::string take_value(const std::vector<std::string>& args, size_t& i);
+/// An integer in [lo, hi], or a UsageError naming the flag.
+int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi);
+/// Seconds in (0, 86400], or a UsageError naming the flag.
+double parse_seconds(const std::string& flag, const std::string& v);
+/// An argument that is no known option: the scenario file (into `file`), or a
+/// UsageError for an unknown option or a second file. `cmd` prefixes the
+/// message ("run: unknown option --x"); "" for none.
+void take_scenario_file(const std::string& cmd, const std::string& a, std::string& file);
 
 }  // namespace shardsim::cli

@@ -18,7 +18,7 @@ namespace shardsim::cli {
 int cmd_calibrate(const std::vector<std::string>& args) {
   std::string out_file, backend = "cpu";
   bool json = false, quick = false;
-  long ranks = 2;
+  int64_t ranks = 2;
   double timeout_s = 600;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -34,19 +34,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
         throw UsageError("--backend: expected cpu or cuda, got \"" + backend + "\"");
       }
     } else if (a == "--ranks") {
-      const std::string v = take_value(args, i);
-      char* end = nullptr;
-      ranks = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || ranks < 1 || ranks > 64) {
-        throw UsageError("--ranks: expected an integer from 1 to 64, got \"" + v + "\"");
-      }
+      ranks = parse_int(a, take_value(args, i), 1, 64);
     } else if (a == "--timeout-s") {
-      const std::string v = take_value(args, i);
-      char* end = nullptr;
-      timeout_s = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(timeout_s > 0) || timeout_s > 86400) {
-        throw UsageError("--timeout-s: expected seconds in (0, 86400], got \"" + v + "\"");
-      }
+      timeout_s = parse_seconds(a, take_value(args, i));
     } else {
       throw UsageError("calibrate: unexpected argument " + a);
     }
@@ -80,7 +70,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     return 0;
   }
   const auto p = nlohmann::json::parse(text);
-  std::printf("%s backend profile, %ld ranks%s\n", backend == "cuda" ? "CUDA" : "CPU", ranks,
+  std::printf("%s backend profile, %lld ranks%s\n", backend == "cuda" ? "CUDA" : "CPU", static_cast<long long>(ranks),
               out_file.empty() ? "" : (" -> " + out_file).c_str());
   for (const auto& m : p["compute"]["matmul"]) {
     std::printf("  matmul %4lld^3        %6.1f GFLOP/s\n", m["m"].get<long long>(),

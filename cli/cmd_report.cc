@@ -18,12 +18,8 @@ int cmd_report(const std::vector<std::string>& args) {
       out = take_value(args, i);
     } else if (a == "--set") {
       sets.push_back(parse_set(take_value(args, i)));
-    } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("report: unknown option " + a);
-    } else if (file.empty()) {
-      file = a;
     } else {
-      throw UsageError("report: one scenario file expected, got a second: " + a);
+      take_scenario_file("report", a, file);
     }
   }
   if (file.empty()) throw UsageError("report: expected a scenario file (shardsim --help)");

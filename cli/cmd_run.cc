@@ -30,24 +30,6 @@ namespace fs = std::filesystem;
 
 constexpr int kMaxRanks = 64;
 
-int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
-  char* end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || x < lo || x > hi) {
-    throw UsageError(flag + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                     ", got \"" + v + "\"");
-  }
-  return x;
-}
-double parse_seconds(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !(x > 0) || x > 86400) {
-    throw UsageError(flag + ": expected seconds in (0, 86400], got \"" + v + "\"");
-  }
-  return x;
-}
-
 bool on_path(const std::string& exe) {
   if (exe.find('/') != std::string::npos) return ::access(exe.c_str(), X_OK) == 0;
   const char* path = std::getenv("PATH");
@@ -113,12 +95,8 @@ int cmd_run(const std::vector<std::string>& args) {
       warmup = parse_int(a, take_value(args, i), 0, 1000);
     } else if (a == "--timeout-s") {
       timeout_s = parse_seconds(a, take_value(args, i));
-    } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("run: unknown option " + a);
-    } else if (file.empty()) {
-      file = a;
     } else {
-      throw UsageError("run: one scenario file expected, got a second: " + a);
+      take_scenario_file("run", a, file);
     }
   }
   if (file.empty()) throw UsageError("run: expected a scenario file (shardsim --help)");

@@ -193,12 +193,8 @@ int cmd_search(const std::vector<std::string>& args) {
       (a == "--max-ttft-p99-s" ? limits.max_ttft_p99_s : limits.max_tpot_p99_s) = x;
     } else if (a == "--report") {
       report = take_value(args, i);
-    } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("search: unknown option " + a);
-    } else if (file.empty()) {
-      file = a;
     } else {
-      throw UsageError("search: one scenario file expected, got a second: " + a);
+      take_scenario_file("search", a, file);
     }
   }
   if (file.empty()) throw UsageError("search: expected a scenario file (shardsim --help)");

@@ -70,12 +70,8 @@ int cmd_serve(const std::vector<std::string>& args) {
       sets.push_back(parse_set(take_value(args, i)));
     } else if (a == "--trace") {
       trace = take_value(args, i);
-    } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("serve: unknown option " + a);
-    } else if (file.empty()) {
-      file = a;
     } else {
-      throw UsageError("serve: one scenario file expected, got a second: " + a);
+      take_scenario_file("serve", a, file);
     }
   }
   if (file.empty()) throw UsageError("serve: expected a scenario file (shardsim --help)");

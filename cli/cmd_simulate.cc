@@ -104,12 +104,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
     } else if (a == "--trace-devices") {
       trace_list = take_value(args, i);
       trace_devices_given = true;
-    } else if (!a.empty() && a[0] == '-')
-      throw UsageError("simulate: unknown option " + a);
-    else if (file.empty())
-      file = a;
-    else
-      throw UsageError("simulate: one scenario file expected, got a second: " + a);
+    } else {
+      take_scenario_file("simulate", a, file);
+    }
   }
   if (file.empty()) throw UsageError("simulate: expected a scenario file (shardsim --help)");
   if (trace_devices_given && trace_file.empty()) throw UsageError("--trace-devices: needs --trace FILE");

@@ -35,23 +35,14 @@ int main(int argc, char** argv) {
   bool calibrate = false, quick = false, report = false;
   cli::ReportOptions report_opt;
   try {
-    auto count = [](const std::string& flag, const std::string& v, int lo, int hi) {
-      char* end = nullptr;
-      const long x = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || x < lo || x > hi) {
-        throw cli::UsageError(flag + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                              ", got \"" + v + "\"");
-      }
-      return static_cast<int>(x);
-    };
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       if (a == "--set") {
         sets.push_back(cli::parse_set(cli::take_value(args, i)));
       } else if (a == "--steps") {
-        opt.steps = count(a, cli::take_value(args, i), 1, 1000);
+        opt.steps = static_cast<int>(cli::parse_int(a, cli::take_value(args, i), 1, 1000));
       } else if (a == "--warmup") {
-        opt.warmup_steps = count(a, cli::take_value(args, i), 0, 1000);
+        opt.warmup_steps = static_cast<int>(cli::parse_int(a, cli::take_value(args, i), 0, 1000));
       } else if (a == "--calibrate") {
         calibrate = true;
       } else if (a == "--report") {
@@ -68,12 +59,8 @@ int main(int argc, char** argv) {
         opt.result_file = cli::take_value(args, i);
       } else if (a == "--progress-dir") {
         opt.progress_dir = cli::take_value(args, i);
-      } else if (!a.empty() && a[0] == '-') {
-        throw cli::UsageError("unknown option " + a);
-      } else if (file.empty()) {
-        file = a;
       } else {
-        throw cli::UsageError("one scenario file expected, got a second: " + a);
+        cli::take_scenario_file("", a, file);
       }
     }
     if (calibrate) {

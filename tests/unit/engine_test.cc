@@ -19,6 +19,20 @@ ChipSpec simple_chip() {
   return c;
 }
 
+/// Two devices in data parallel on a line of two chips (no wraparound) whose
+/// one link runs at `link_GBps`.
+struct TwoDevices {
+  Mesh mesh{{1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp}};
+  std::unique_ptr<Topology> topo;
+  explicit TwoDevices(double link_GBps) {
+    TorusSpec t;
+    t.dims = {2};
+    t.wraparound = {false};
+    t.link_bandwidth = gbyte_per_s(link_GBps);
+    topo = make_torus(t);
+  }
+};
+
 // Compute beside communication, in closed form: a 4 ms op on a chip whose
 // communication holds half of its SMs runs at half speed from the moment a
 // collective starts beside it (1 ms in), so it ends at 1 + 3·2 = 7 ms; with
@@ -44,19 +58,14 @@ TEST(Engine, ComputeSlowsFromTheMomentCommunicationStartsBesideIt) {
   b.add(ar, {first});
   ProgramSet p;
   p.stages.push_back(std::move(b).finish());
-  const Mesh m({1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
-  TorusSpec t;
-  t.dims = {2};
-  t.wraparound = {false};
-  t.link_bandwidth = gbyte_per_s(1);
-  const auto topo = make_torus(t);
+  const TwoDevices two(1);
   auto end_of_slow_op = [&](int held) {
     ChipSpec chip = simple_chip();
     chip.compute_units = 4;
     chip.comm_compute_units = held;
     EngineOptions opt;
     opt.trace_devices = {0};
-    const EngineResult r = simulate(p, m, *topo, chip, opt);
+    const EngineResult r = simulate(p, two.mesh, *two.topo, chip, opt);
     for (const TimelineSpan& s : r.timeline.spans) {
       if (s.device == 0 && s.op == slow) return s.end.ps();
     }
@@ -84,13 +93,8 @@ TEST(Engine, ComputeOnlyDagTakesItsCriticalPath) {
   b.add(op(0, 1), {y, z});              // after both: 6 ms
   ProgramSet p;
   p.stages.push_back(std::move(b).finish());
-  const Mesh m({1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
-  TorusSpec t;
-  t.dims = {2};
-  t.wraparound = {false};
-  t.link_bandwidth = gbyte_per_s(1);
-  const auto topo = make_torus(t);
-  const EngineResult r = simulate(p, m, *topo, simple_chip(), EngineOptions{});
+  const TwoDevices two(1);
+  const EngineResult r = simulate(p, two.mesh, *two.topo, simple_chip(), EngineOptions{});
   EXPECT_EQ(r.step_time.ps(), 6'000'000'000);
 }
 
@@ -257,17 +261,12 @@ TEST(Calibration, MeasuredRatesReplaceTheRooflineAndTheFlows) {
   EXPECT_EQ(calibrated_compute_time(loss, chip, prof).ps(), to_sim_time(1e6 / 1e8).ps());
 
   // A lone 1 MB all-reduce over 2 devices takes the fit, whatever the fabric.
-  const Mesh m({1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
-  TorusSpec t;
-  t.dims = {2};
-  t.wraparound = {false};
-  t.link_bandwidth = gbyte_per_s(1000);
-  const auto topo = make_torus(t);
+  const TwoDevices two(1000);
   EngineOptions opt;
   opt.calibration = &prof;
   const EngineResult r =
-      simulate(lone_collective_program(CollectiveKind::kAllReduce, Bytes(1'000'000), axis_bit(MeshAxis::kDp)), m, *topo,
-               chip, opt);
+      simulate(lone_collective_program(CollectiveKind::kAllReduce, Bytes(1'000'000), axis_bit(MeshAxis::kDp)), two.mesh,
+               *two.topo, chip, opt);
   EXPECT_EQ(r.step_time.ps(), to_sim_time(100e-6 + 1e6 / 1e9).ps());
   EXPECT_EQ(r.flows, 0u);
 }
