@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "matmul_op.h"
 #include "shardsim/workloads/lower.h"
 
 namespace shardsim {
@@ -87,15 +88,7 @@ class InferenceLowering {
   /// [m,k]·[k,n] with the weight [k,n] stored at weight_dtype.
   OpId matmul(std::string_view name, int32_t layer, int64_t m, int64_t n, int64_t k, std::initializer_list<OpId> deps,
               double model_fraction = 1.0, int64_t batch = 1, int64_t weight_matrices = -1) {
-    Op o = base(name, layer, kCompute);
-    o.compute = ComputeKind::kMatmul;
-    o.dtype = p_.matmul_dtype;
-    o.m = m;
-    o.n = n;
-    o.k = k;
-    o.batch = batch;
-    o.flops = Flops(2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
-                    static_cast<double>(k));
+    Op o = detail::matmul_op(base(name, layer, kCompute), batch, m, n, k, p_.matmul_dtype);
     o.model_flops = o.flops * model_fraction;
     const int64_t weights = (weight_matrices < 0 ? batch : weight_matrices) * k * n;
     o.bytes_read = Bytes(weights * wb_ + batch * m * k * kAct);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "matmul_op.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/lower.h"
 
@@ -131,15 +132,7 @@ class StageLowering {
   /// masked attention scores, expert capacity padding).
   OpId matmul(std::string_view name, int32_t layer, Pass pass, int64_t m, int64_t n, int64_t k,
               std::initializer_list<OpId> deps, double model_fraction = 1.0, int64_t batch = 1) {
-    Op o = base(name, layer, pass, kC);
-    o.compute = ComputeKind::kMatmul;
-    o.dtype = p_.matmul_dtype;
-    o.batch = batch;
-    o.m = m;
-    o.n = n;
-    o.k = k;
-    o.flops = Flops(2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
-                    static_cast<double>(k));
+    Op o = matmul_op(base(name, layer, pass, kC), batch, m, n, k, p_.matmul_dtype);
     o.model_flops = o.flops * model_share(pass, model_fraction);
     o.bytes_read = Bytes(batch * (m * k + k * n) * w_);
     o.bytes_written = Bytes(batch * m * n * kAct);
