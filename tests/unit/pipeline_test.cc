@@ -229,6 +229,30 @@ TEST(MegatronSoftware, InputGradientAllReduceWaitsForTheWeightGradientWithoutOve
   EXPECT_GE(step_s({{"plan.tp_grad_overlap", "false"}}), step_s({}));
 }
 
+TEST(MegatronSoftware, UnfusedGradientAccumulationAddsEveryParameterOncePerMicrobatch) {
+  // Conservation: on every stage the added gradients are the stage's
+  // parameters (the optimizer's count, zero 0) once per microbatch.
+  const Scenario s = testing::scenario(kMegatronStyle, {{"plan.grad_accumulation_fusion", "false"}});
+  const int64_t microbatches = s.plan.microbatches();
+  for (const Program& p : lower_training_step(s).stages) {
+    int64_t added = 0, params = 0;
+    for (const Op& o : p.ops()) {
+      if (p.name(o) == "grad accumulate") added += o.m;
+      if (o.pass == Pass::kOptimizer && o.compute == ComputeKind::kOptimizer) params = o.m;
+    }
+    EXPECT_GT(params, 0);
+    EXPECT_EQ(added, microbatches * params);
+  }
+  // Fused (the default) and ZeRO-2 (reduce-scatter every microbatch) add nothing.
+  for (const auto& sets : {std::vector<Override>{},
+                           std::vector<Override>{{"plan.grad_accumulation_fusion", "false"}, {"plan.zero", "2"}}}) {
+    for (const Program& p : lower_training_step(testing::scenario(kMegatronStyle, sets)).stages) {
+      for (const Op& o : p.ops()) EXPECT_NE(p.name(o), "grad accumulate");
+    }
+  }
+  EXPECT_GT(step_s({{"plan.grad_accumulation_fusion", "false"}}), step_s({}));
+}
+
 TEST(Pipeline, InFlightActivationsFollowTheSchedule) {
   // 1F1B keeps p - stage microbatches on a stage; GPipe keeps all m.
   Plan p;

@@ -344,6 +344,7 @@ MeshAxis parse_axis(const Json& v, const ObjectReader& r, const std::string& key
 DType parse_dtype(const std::string& s) {
   if (s == "fp32") return DType::kFp32;
   if (s == "fp8") return DType::kFp8;
+  if (s == "fp16") return DType::kFp16;
   return DType::kBf16;
 }
 
@@ -419,12 +420,13 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.p2p_blocking = r.boolean("p2p_blocking", false);
   p.p2p_scatter_gather = r.boolean("p2p_scatter_gather", false);
   p.tp_grad_overlap = r.boolean("tp_grad_overlap", true);
+  p.grad_accumulation_fusion = r.boolean("grad_accumulation_fusion", true);
   p.fsdp_shard_size = r.positive_int("fsdp_shard_size", 0);
   p.fsdp_bucket_params = r.positive_int("fsdp_bucket_params", 0);
   p.master_weights_dtype = parse_dtype(r.choice("master_weights_dtype", {"fp32", "bf16"}, "fp32"));
   p.optimizer_state_dtype = parse_dtype(r.choice("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
   p.grad_bucket_bytes = r.positive_int("grad_bucket_bytes", p.grad_bucket_bytes);
-  p.grad_reduce_dtype = parse_dtype(r.choice("grad_reduce_dtype", {"fp32", "bf16"}, "fp32"));
+  p.grad_reduce_dtype = parse_dtype(r.choice("grad_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32"));
   p.matmul_dtype = parse_dtype(r.choice("matmul_dtype", {"bf16", "fp8"}, "bf16"));
   if (r.has("mesh_order")) {
     const Json& mo = r.raw("mesh_order");

@@ -124,6 +124,20 @@ OpId StageLowering::embedding_backward(OpId cur) {
 /// locally and reduce in the last microbatch only; zero 2 keeps only its
 /// gradient shard, so it reduce-scatters every microbatch (DeepSpeed).
 void StageLowering::reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
+  // Without gradient-accumulation fusion the weight-gradient matmuls wrote
+  // fresh gradients (matmul dtype) that one more pass adds into the
+  // accumulated buffer (grad_reduce_dtype): read both, write the buffer.
+  // Memory-bound, on the compute stream, every microbatch (Megatron-LM's
+  // local DDP hook `main_grad.add_(grad)`, megatron/model/distributed.py of
+  // 2021). ZeRO-2 and FSDP reduce every microbatch and accumulate nothing.
+  if (!p_.grad_accumulation_fusion && !fsdp_ && p_.zero < 2) {
+    const int64_t n = unit_params(u) + unit_expert_params(u);
+    const int64_t g = dtype_bytes(p_.grad_reduce_dtype);
+    if (n > 0) {
+      wgrad = memop(ComputeKind::kElementwise, "grad accumulate", unit_layer(u), Pass::kBackward, n, n * (w_ + g),
+                    n * g, 1, {wgrad});
+    }
+  }
   reduce_group(dense_, unit_params(u), fsdp_ ? fsdp_axes_ : kDpAxis, fsdp_ ? fsdp_shards_ : shards_, u, wgrad,
                last_microbatch);
   // Hybrid FSDP: after the last microbatch, the replicas all-reduce their

@@ -49,6 +49,12 @@ struct Plan {
   /// weight-gradient matmul (Megatron-LM's async all-reduce, late 2021);
   /// false: it starts after it, as autograd ran it before.
   bool tp_grad_overlap = true;
+  /// Weight-gradient matmuls accumulate straight into the main gradient
+  /// buffer (Megatron-LM's gradient-accumulation fusion, late 2021); false:
+  /// they write a fresh gradient that a separate kernel adds into the
+  /// buffer, every microbatch (Megatron-LM's local DDP hook and PyTorch's
+  /// AccumulateGrad before it).
+  bool grad_accumulation_fusion = true;
   /// Hybrid FSDP (zero 3): shard within groups of this many dp ranks and
   /// replicate across dp / fsdp_shard_size groups; 0 shards over all of dp.
   int64_t fsdp_shard_size = 0;
