@@ -23,6 +23,7 @@ std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport
     row.scenario = s.file;
     row.metric = metric;
     row.published = value;
+    row.fitted = s.published.fitted;
     if (metric == "step_time_s") {
       row.predicted = r.step_time_s;
       row.performance = true;

@@ -16,6 +16,7 @@ struct ValidationRow {
   double predicted = 0;
   double error = 0;          ///< (predicted - published) / published
   bool performance = false;  ///< a time or throughput metric (memory otherwise)
+  bool fitted = false;       ///< the scenario's row was used to fit a chip default
 };
 
 /// The metrics a scenario's "published" object may name:

@@ -468,8 +468,9 @@ Published parse_published(const Json& j, const std::string& file) {
   Published pub;
   pub.source = r.string("source", "");
   pub.assumptions = r.string("assumptions", "");
+  pub.fitted = r.boolean("fitted", false);
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "source" || it.key() == "assumptions") continue;
+    if (it.key() == "source" || it.key() == "assumptions" || it.key() == "fitted") continue;
     pub.metrics.emplace_back(it.key(), r.positive_number(it.key()));
   }
   r.done();

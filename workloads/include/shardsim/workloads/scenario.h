@@ -32,6 +32,10 @@ struct Published {
   std::vector<std::pair<std::string, double>> metrics;
   std::string source;
   std::string assumptions;
+  /// The row was used to fit a chip default (its "fitted" flag), so it is
+  /// not a held-out test of that default; `shardsim validate` reports the
+  /// held-out rows apart.
+  bool fitted = false;
 };
 
 /// How a scenario is simulated (its optional "simulator" object).
