@@ -11,11 +11,23 @@ scatter/gather of boundary activations over tensor-parallel ranks
 (Narayanan et al. 2021, section 4.1); DeepSpeed's ZeRO-3 of
 2021: parameters gathered and gradients reduced in its default buckets).
 
-Choices the tables leave open are made by one rule for all rows and written
-into each scenario's "assumptions":
-  - microbatch size 1 where not stated;
-  - Megatron Table 1/2 interleaving: v = 2 chunks per stage when the layers
-    per stage are even, else 3 when divisible by 3, else 1;
+Megatron Table 1's microbatch sizes, interleaving and data-parallel
+implementation are not in the paper's table but in the scripts published
+with it (Megatron-LM, examples/sc21/run_table_1.sh and CONFIG.sh): fp16 with
+loss scaling; --DDP-impl torch (PyTorch DDP: 25 MiB buckets all-reduced in
+fp16 during the last microbatch's backward) for the rows without a pipeline,
+--DDP-impl local (one all-reduce of the fp16 gradients after the backward)
+for the others; --num-layers-per-virtual-pipeline-stage gives the
+interleaving. Table 2's PTD-P rows take the interleaving of the same
+model's interleaved runs (examples/sc21/run_figure_12.sh: 2 layers per
+virtual stage with tp 8, pp 12).
+
+The four Table 1 rows without a pipeline carry "fitted": true: the a100
+preset's memory_efficiency is fitted on them (fit_memory_efficiency.py), so
+`shardsim validate` reports the other rows as the held-out test.
+
+Choices left open are made by one rule for all rows and written into each
+scenario's "assumptions":
   - Korthikanti Table 5: v = 3 for 175B and 530B (the reference's reading),
     v = 1 for 1T; these reproduce the paper's per-GPU activation figures.
 Run it again after editing; it overwrites the *.json files here.
@@ -31,9 +43,12 @@ KORTHI = "Korthikanti et al. (arXiv 2205.05198), Table 5"
 # parallelism (scatter_gather_tensors_in_pipeline, on by default).
 MEGATRON_P2P = {"p2p_blocking": True, "p2p_scatter_gather": True}
 # Megatron-LM of the SC'21 paper: autograd all-reduced a column-parallel
-# layer's input gradient after its weight gradient; the async all-reduce
-# that overlaps the two came later in 2021 (Korthikanti et al.'s runs have it).
-MEGATRON_2021 = dict(MEGATRON_P2P, tp_grad_overlap=False)
+# layer's input gradient after its weight gradient, and a hook added each
+# fresh weight gradient into the gradient buffer; the async all-reduce that
+# overlaps the first and the gradient-accumulation fusion that removes the
+# second came together later in 2021 (LinearWithGradAccumulationAndAsync-
+# Allreduce; Korthikanti et al.'s runs have both).
+MEGATRON_2021 = dict(MEGATRON_P2P, tp_grad_overlap=False, grad_accumulation_fusion=False)
 
 
 def gpt(name, layers, hidden, heads):
@@ -48,36 +63,42 @@ def cluster(gpus):
                        "rail_optimized": True, "nics_per_leaf": 20, "tiers": 2}}
 
 
-def interleave(layers, pp):
-    if pp == 1:
-        return 1
-    per = layers // pp
-    return 2 if per % 2 == 0 else 3 if per % 3 == 0 else 1
-
-
 def write(name, scenario):
     (HERE / f"{name}.json").write_text(json.dumps(scenario, indent=2) + "\n")
 
 
-# Megatron-LM Table 1: weak scaling, full recomputation.
-TABLE1 = [  # params, heads, hidden, layers, tp, pp, gpus, batch, tflops
-    ("1.7", 24, 2304, 24, 1, 1, 32, 512, 137), ("3.6", 32, 3072, 30, 2, 1, 64, 512, 138),
-    ("7.5", 32, 4096, 36, 4, 1, 128, 512, 142), ("18.4", 48, 6144, 40, 8, 1, 256, 1024, 135),
-    ("39.1", 64, 8192, 48, 8, 2, 512, 1536, 138), ("76.1", 80, 10240, 60, 8, 4, 1024, 1792, 140),
-    ("145.6", 96, 12288, 80, 8, 8, 1536, 2304, 148), ("310.1", 128, 16384, 96, 8, 16, 1920, 2160, 155),
-    ("529.6", 128, 20480, 105, 8, 35, 2520, 2520, 163), ("1008.0", 160, 25600, 128, 8, 64, 3072, 3072, 163),
+# Megatron-LM Table 1: weak scaling, full recomputation; microbatch, layers
+# per virtual stage (0: not interleaved) and DDP implementation from
+# examples/sc21/run_table_1.sh.
+TABLE1 = [  # params, heads, hidden, layers, tp, pp, gpus, batch, tflops, mb, layers per virtual stage, ddp
+    ("1.7", 24, 2304, 24, 1, 1, 32, 512, 137, 16, 0, "torch"),
+    ("3.6", 32, 3072, 30, 2, 1, 64, 512, 138, 16, 0, "torch"),
+    ("7.5", 32, 4096, 36, 4, 1, 128, 512, 142, 16, 0, "torch"),
+    ("18.4", 48, 6144, 40, 8, 1, 256, 1024, 135, 8, 0, "torch"),
+    ("39.1", 64, 8192, 48, 8, 2, 512, 1536, 138, 4, 0, "local"),
+    ("76.1", 80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 5, "local"),
+    ("145.6", 96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 5, "local"),
+    ("310.1", 128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 3, "local"),
+    ("529.6", 128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 1, "local"),
+    ("1008.0", 160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 0, "local"),
 ]
-for params, heads, hidden, layers, tp, pp, gpus, batch, tflops in TABLE1:
-    v = interleave(layers, pp)
-    plan = {"dp": gpus // (tp * pp), "tp": tp, "pp": pp, "microbatch_size": 1, "global_batch": batch,
-            "seq_len": 2048, "recompute": "full", "attention": "unfused", "grad_bucket_bytes": 10**15, **MEGATRON_2021}
-    if pp > 1:
+# PyTorch DDP's default bucket (bucket_cap_mb = 25) and Megatron's local DDP
+# (one all-reduce of the whole gradient buffer after the backward).
+DDP = {"torch": 25 * 2**20, "local": 10**15}
+for params, heads, hidden, layers, tp, pp, gpus, batch, tflops, mb, per_virtual, ddp in TABLE1:
+    v = layers // pp // per_virtual if per_virtual else 1
+    plan = {"dp": gpus // (tp * pp), "tp": tp, "pp": pp, "microbatch_size": mb, "global_batch": batch,
+            "seq_len": 2048, "recompute": "full", "attention": "unfused", "grad_bucket_bytes": DDP[ddp],
+            "grad_reduce_dtype": "fp16", **MEGATRON_2021}
+    if pp > 1 and v > 1:
         plan.update({"schedule": "interleaved", "virtual_stages": v})
     write(f"megatron-t1-gpt-{params}b", {
         "description": f"{MEGATRON}, Table 1: GPT {params}B on {gpus} A100s.",
         "model": gpt(f"gpt-{params}b", layers, hidden, heads), "cluster": cluster(gpus), "plan": plan,
         "published": {"megatron_tflops_per_gpu": tflops, "source": f"{MEGATRON}, Table 1",
-                      "assumptions": f"microbatch 1; virtual_stages {v}; gradient all-reduce not overlapped"}})
+                      "assumptions": f"from examples/sc21/run_table_1.sh: microbatch {mb}; virtual_stages {v}; "
+                                     f"DDP {ddp} ({'overlapped 25 MiB buckets' if ddp == 'torch' else 'all-reduce after the backward'}), fp16 gradients",
+                      "fitted": pp == 1}})
 
 # Megatron-LM Table 2: GPT-3 175B, PTD-P and ZeRO-3.
 for gpus, tflops in [(384, 153), (768, 149), (1536, 141)]:
@@ -86,9 +107,11 @@ for gpus, tflops in [(384, 153), (768, 149), (1536, 141)]:
         "model": gpt("gpt3-175b", 96, 12288, 96), "cluster": cluster(gpus),
         "plan": {"dp": gpus // 96, "tp": 8, "pp": 12, "microbatch_size": 1, "global_batch": 1536, "seq_len": 2048,
                  "recompute": "full", "attention": "unfused", "grad_bucket_bytes": 10**15,
-                 "schedule": "interleaved", "virtual_stages": interleave(96, 12), **MEGATRON_2021},
+                 "grad_reduce_dtype": "fp16", "schedule": "interleaved", "virtual_stages": 4, **MEGATRON_2021},
         "published": {"megatron_tflops_per_gpu": tflops, "source": f"{MEGATRON}, Table 2",
-                      "assumptions": f"virtual_stages {interleave(96, 12)}; gradient all-reduce not overlapped"}})
+                      "assumptions": "virtual_stages 4 (2 layers per virtual stage, as in examples/sc21/"
+                                     "run_figure_12.sh for this model); DDP local: fp16 gradients all-reduced "
+                                     "after the backward"}})
 for gpus, mb, tflops in [(384, 4, 144), (768, 2, 88), (1536, 1, 44)]:
     write(f"megatron-t2-zero3-{gpus}", {
         "description": f"{MEGATRON}, Table 2: GPT-3 175B with ZeRO-3 and no model parallelism on {gpus} A100s.",
