@@ -106,7 +106,8 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::printf("  held out:          %d rows, mean |error| %.1f%%, max %.1f%% (%d rows fitted a chip default)\n",
                 held_out.n, 100 * held_out.mean(), 100 * held_out.max, perf.n - held_out.n);
   }
-  std::printf("memory:              %d rows, mean |error| %.1f%%, max %.1f%%\n", mem.n, 100 * mem.mean(), 100 * mem.max);
+  std::printf("memory:              %d rows, mean |error| %.1f%%, max %.1f%%\n", mem.n, 100 * mem.mean(),
+              100 * mem.max);
   return 0;
 }
 
