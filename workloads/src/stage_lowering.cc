@@ -125,7 +125,7 @@ OpId StageLowering::embedding_backward(OpId cur) {
 /// gradient shard, so it reduce-scatters every microbatch (DeepSpeed).
 void StageLowering::reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
   // Without gradient-accumulation fusion the weight-gradient matmuls wrote
-  // fresh gradients (matmul dtype) that one more pass adds into the
+  // fresh gradients (bf16/fp16, as every matmul output) that one more pass adds into the
   // accumulated buffer (grad_reduce_dtype): read both, write the buffer.
   // Memory-bound, on the compute stream, every microbatch (Megatron-LM's
   // local DDP hook `main_grad.add_(grad)`, megatron/model/distributed.py of
@@ -134,7 +134,7 @@ void StageLowering::reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
     const int64_t n = unit_params(u) + unit_expert_params(u);
     const int64_t g = dtype_bytes(p_.grad_reduce_dtype);
     if (n > 0) {
-      wgrad = memop(ComputeKind::kElementwise, "grad accumulate", unit_layer(u), Pass::kBackward, n, n * (w_ + g),
+      wgrad = memop(ComputeKind::kElementwise, "grad accumulate", unit_layer(u), Pass::kBackward, n, n * (kAct + g),
                     n * g, 1, {wgrad});
     }
   }
