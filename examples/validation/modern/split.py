@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Development / held-out split of the modern validation set (shared/reference/modern_runs.json).
+
+The rule, fixed before any prediction of these rows was computed (see docs/validation.md):
+
+1. A row's *framework group* is the software stack that ran it: megatron-core (NeMo and Megatron-Core),
+   torchtitan (torchtitan, with or without torchao), maxtext (MaxText on GPU or TPU), paxml, automodel
+   (NeMo AutoModel) and megatron-deepspeed.
+2. A *family* is every row of one framework group, model and chip, whatever its source, release, precision,
+   scale or sequence length. A family is never split: the weak-scaling series, the BF16 and FP8 twins and the
+   re-publications of one configuration in later releases all sit on the same side, so a held-out row never
+   has a near-copy among the development rows.
+3. A *stratum* is one framework group on one chip. Within a stratum, families are ordered by
+   sha256("shardsim-split-v1:" + group + "|" + model + "|" + chip), and taken into development in that order
+   while the development rows are fewer than a third of the stratum's rows and at least one family would
+   stay held out. A stratum with one family is held out whole.
+
+Everything not in development is held out: it is evaluated, never tuned on. If a row ever guides a change,
+it moves to development here (in `moved_to_development`, with the reason) and the docs say so.
+
+Usage: split.py [modern_runs.json] > split.json
+"""
+import hashlib
+import json
+import sys
+from collections import defaultdict
+
+FRAMEWORK_GROUPS = {
+    "NeMo/Megatron-Core": "megatron-core",
+    "Megatron-Core": "megatron-core",
+    "torchtitan": "torchtitan",
+    "torchtitan+torchao": "torchtitan",
+    "MaxText (JAX)": "maxtext",
+    "MaxText (JAX/XLA GPU)": "maxtext",
+    "Paxml (JAX)": "paxml",
+    "NeMo AutoModel": "automodel",
+    "Megatron-DeepSpeed": "megatron-deepspeed",
+}
+
+# Rows moved from held out to development after the split was committed, with the reason. Empty at v1.
+MOVED_TO_DEVELOPMENT = {}
+
+
+def family_key(row):
+    return (FRAMEWORK_GROUPS[row["framework"]], row["model"], row["hardware"]["chip"])
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "../shared/reference/modern_runs.json"
+    rows = json.load(open(path))["rows"]
+    families = defaultdict(list)
+    for row in rows:
+        families[family_key(row)].append(row["id"])
+    strata = defaultdict(list)
+    for key in families:
+        strata[(key[0], key[2])].append(key)
+
+    development = set()
+    for (group, chip), keys in sorted(strata.items()):
+        keys.sort(key=lambda k: hashlib.sha256(("shardsim-split-v1:" + "|".join(k)).encode()).hexdigest())
+        total = sum(len(families[k]) for k in keys)
+        taken = 0
+        for i, key in enumerate(keys):
+            if 3 * taken >= total or i == len(keys) - 1:
+                break
+            development.update(families[key])
+            taken += len(families[key])
+    development.update(MOVED_TO_DEVELOPMENT)
+
+    out = {
+        "rule": "split.py v1: families (framework group, model, chip) in sha256 order per stratum (framework group, chip) "
+                "into development until a third of the stratum's rows; the rest held out",
+        "source": "shared/reference/modern_runs.json",
+        "moved_to_development": MOVED_TO_DEVELOPMENT,
+        "development": sorted(development),
+        "held_out": sorted(r["id"] for r in rows if r["id"] not in development),
+        "families": [
+            {"framework": k[0], "model": k[1], "chip": k[2],
+             "side": "development" if families[k][0] in development else "held_out",
+             "rows": sorted(families[k])}
+            for k in sorted(families)
+        ],
+    }
+    json.dump(out, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
