@@ -15,6 +15,7 @@
 #include "report_writer.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
+#include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/scenario.h"
 
 namespace shardsim::cli {
@@ -27,7 +28,7 @@ std::string schedule_name(const Plan& p) {
                                                       : "1f1b";
 }
 std::string recompute_name(Recompute r) {
-  return r == Recompute::kNone ? "none" : r == Recompute::kSelective ? "selective" : "full";
+  return std::string(to_string(r));
 }
 
 /// The overrides that turn the scenario's plan into `p` (and its device count).
@@ -46,6 +47,8 @@ std::vector<Override> plan_overrides(const Plan& p, int64_t devices, const Scena
                                                                                             : "1f1b"},
                              {"plan.virtual_stages", i(p.virtual_stages)}};
   if (p.ep > 1 || base.plan.ep > 1) o.push_back({"plan.ep", i(p.ep)});
+  if (p.recompute != Recompute::kCustom && !base.plan.recompute_keep.empty())
+    o.push_back({"plan.recompute_keep", "[]"});
   if (devices != base.cluster.devices) o.push_back({"cluster.devices", i(devices)});
   return o;
 }

@@ -120,7 +120,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.critical_device = er.critical_device;
   r.compute_by_kind_s = er.compute_by_kind_s;
   r.comm_busy_by_stream_s = er.comm_busy_by_stream_s;
-  r.memory = step_memory(s);
+  r.memory = step_memory(s, &run.programs);
   r.binding = binding_constraint(r);
   r.sim.events = er.events;
   r.sim.flows = er.flows;

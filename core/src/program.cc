@@ -170,7 +170,28 @@ OpId ProgramBuilder::add(Op op, std::span<const OpId> deps) {
   return id;
 }
 
+void ProgramBuilder::memory(OpId id, MemKind kind, Bytes alloc, Bytes free) {
+  if (alloc.value() == 0 && free.value() == 0) return;
+  p_.memory_.push_back({id, kind, alloc.value(), free.value()});
+}
+
+std::string_view to_string(MemKind k) {
+  switch (k) {
+    case MemKind::kActivation:
+      return "activations";
+    case MemKind::kRecomputed:
+      return "recomputed";
+    case MemKind::kHead:
+      return "head";
+    case MemKind::kParams:
+      return "gathered parameters";
+  }
+  return "?";
+}
+
 Program ProgramBuilder::finish() && {
+  std::stable_sort(p_.memory_.begin(), p_.memory_.end(),
+                   [](const MemoryEvent& a, const MemoryEvent& b) { return a.op < b.op; });
   const size_t n = p_.ops_.size();
   std::vector<uint32_t> count(n + 1, 0);
   for (OpId d : p_.deps_) ++count[d + 1];

@@ -6,10 +6,57 @@
 namespace shardsim::detail {
 
 /// Causal attention over microbatch_size sequences of s tokens with a_
-/// local query heads and kv_ local KV heads.
-OpId StageLowering::attention(int32_t layer, Pass pass, OpId dep) {
-  if (cp_ > 1) return ring_attention(layer, pass, dep);
-  return p_.fused_attention ? fused_attention(layer, pass, dep) : unfused_attention(layer, pass, dep);
+/// local query heads and kv_ local KV heads: ring attention under context
+/// parallelism, a fused (flash) kernel, or Megatron-LM's unfused core, whose
+/// steps are nodes of their own (their outputs are what selective
+/// recomputation drops).
+OpId StageLowering::attention_node(Node n, int32_t layer, Pass pass, const std::vector<OpId>& deps) {
+  if (cp_ > 1) return ring_attention(layer, pass, deps);
+  if (p_.fused_attention) return fused_attention(layer, pass, deps);
+  // Unfused (Megatron-LM before flash attention): batched matmuls for QK^T
+  // and for the values over the full s x s scores (the causal mask is
+  // applied to them, so the executed FLOPs are twice the causal count), a
+  // fused scale-mask-softmax and, with dropout, a dropout pass, each
+  // reading and writing the b·a·s² scores in HBM.
+  const int64_t b = p_.microbatch_size * a_;  // one batch entry per sequence and head
+  const int64_t s = p_.seq_len;
+  const int64_t scores = b * s * s;
+  const double causal = static_cast<double>(s + 1) / static_cast<double>(2 * s);
+  switch (n) {
+    case Node::kScores:
+      return matmul("attn scores", layer, pass, s, s, d_, deps, causal, b, Operands::kActivations);
+    case Node::kSoftmax:
+      return memop(ComputeKind::kSoftmax, "attn softmax", layer, pass, scores, scores * kAct, scores * kAct, 5, deps);
+    case Node::kDropout:
+      return memop(ComputeKind::kSoftmax, "attn dropout", layer, pass, scores, scores * kAct, scores * (kAct + 1), 5,
+                   deps);
+    default:
+      return matmul("attn values", layer, pass, s, d_, s, deps, causal, b, Operands::kActivations);
+  }
+}
+
+OpId StageLowering::attention_backward(int32_t layer, OpId dep) {
+  const Pass pass = Pass::kBackward;
+  if (cp_ > 1) return ring_attention(layer, pass, {dep});
+  if (p_.fused_attention) return fused_attention(layer, pass, {dep});
+  // Unfused: dP = dO·Vᵀ and dV = Pᵀ·dO; dropout and softmax backward;
+  // dQ = dS·K and dK = dSᵀ·Q.
+  const int64_t b = p_.microbatch_size * a_;
+  const int64_t s = p_.seq_len;
+  const int64_t scores = b * s * s;
+  const double causal = static_cast<double>(s + 1) / static_cast<double>(2 * s);
+  auto bmm = [&](std::string_view name, int64_t m, int64_t n, int64_t k, OpId after) {
+    return matmul(name, layer, pass, m, n, k, {after}, causal, b, Operands::kActivations);
+  };
+  auto pointwise = [&](std::string_view name, int64_t read, int64_t write, OpId after) {
+    return memop(ComputeKind::kSoftmax, name, layer, pass, scores, read, write, 5, {after});
+  };
+  OpId x = bmm("attn values dgrad", s, s, d_, dep);
+  bmm("attn values wgrad", s, d_, s, dep);
+  if (m_.dropout) x = pointwise("attn dropout", scores * (kAct + 1), scores * kAct, x);
+  x = pointwise("attn softmax", 2 * scores * kAct, scores * kAct, x);
+  const OpId dq = bmm("attn scores dgrad", s, d_, s, x);
+  return bmm("attn scores wgrad", s, d_, s, dq);
 }
 
 /// Ring attention (Liu et al. 2023; Megatron-LM context parallelism): each
@@ -21,7 +68,7 @@ OpId StageLowering::attention(int32_t layer, Pass pass, OpId dep) {
 /// Backward passes the KV blocks round again together with their dK, dV
 /// partial sums. Each step is a fused attention kernel on an
 /// s/cp x s/cp block doing 1/cp² of the causal work.
-OpId StageLowering::ring_attention(int32_t layer, Pass pass, OpId dep) {
+OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   const bool backward = pass == Pass::kBackward;
   const double s = static_cast<double>(p_.seq_len);
   const double total = 2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) * s * (s + 1.0);
@@ -29,8 +76,8 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, OpId dep) {
   const int64_t kv_block = 2 * T_ * kv_ * d_ * kAct;  // K and V of one shard
   const int64_t block_bytes = backward ? 2 * kv_block : kv_block;
   const int64_t q = T_ * a_ * d_ * kAct;
-  OpId have = dep;  // the KV block this step works on
-  OpId x = dep;
+  OpId have = kNone;  // the KV block this step works on (the first: this device's own)
+  OpId x = kNone;
   for (int64_t i = 0; i < cp_; ++i) {
     OpId next = kNone;
     if (i + 1 < cp_) {
@@ -39,7 +86,7 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, OpId dep) {
       snd.peer = 1;
       snd.peer_axis = MeshAxis::kCp;
       snd.comm_bytes = Bytes(block_bytes);
-      b_.add(snd, {have});
+      b_.add(snd, i == 0 ? deps : std::vector<OpId>{have});
       Op rcv = base("cp recv kv", layer, pass, TrainStreams::kCpRecv);
       rcv.kind = OpKind::kRecv;
       rcv.peer = -1;
@@ -57,7 +104,8 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, OpId dep) {
     o.model_flops = o.flops * model_share(pass, 1.0);
     o.bytes_read = Bytes(backward ? 3 * q + block_bytes : q + block_bytes);
     o.bytes_written = Bytes(backward ? q + kv_block : q);
-    x = b_.add(o, {x, have});
+    o.mem_transient = o.bytes_read + o.bytes_written;
+    x = b_.add(o, i == 0 ? deps : std::vector<OpId>{x, have});
     have = next;
   }
   return x;
@@ -65,7 +113,7 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, OpId dep) {
 
 /// Fused (flash) attention: one kernel that reads q, k, v and writes the
 /// output and log-sum-exp, skipping masked blocks (causal FLOPs).
-OpId StageLowering::fused_attention(int32_t layer, Pass pass, OpId dep) {
+OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   Op o = base("attention", layer, pass, kC);
   o.compute = ComputeKind::kAttention;
   o.batch = p_.microbatch_size;
@@ -82,40 +130,8 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, OpId dep) {
   const int64_t lse = T_ * a_ * 4;
   o.bytes_read = Bytes(backward ? qkv + 2 * out + lse : qkv);  // backward: q, k, v, o, dO, lse
   o.bytes_written = Bytes(backward ? qkv : out + lse);         // backward: dq, dk, dv
-  return b_.add(o, {dep});
-}
-
-/// Unfused attention as Megatron-LM ran it before flash attention: batched
-/// matmuls for QK^T and for the values over the full s x s scores (the
-/// causal mask is applied to them, so the executed FLOPs are twice the
-/// causal count), a fused scale-mask-softmax and, with dropout, a dropout
-/// pass, each reading and writing the b·a·s² scores in HBM.
-OpId StageLowering::unfused_attention(int32_t layer, Pass pass, OpId dep) {
-  const int64_t b = p_.microbatch_size * a_;  // one batch entry per sequence and head
-  const int64_t s = p_.seq_len;
-  const int64_t scores = b * s * s;
-  const double causal = static_cast<double>(s + 1) / static_cast<double>(2 * s);
-  auto bmm = [&](std::string_view name, Pass ps, int64_t m, int64_t n, int64_t k, OpId after) {
-    return matmul(name, layer, ps, m, n, k, {after}, causal, b);
-  };
-  auto pointwise = [&](std::string_view name, Pass ps, int64_t read, int64_t write, OpId after) {
-    return memop(ComputeKind::kSoftmax, name, layer, ps, scores, read, write, 5, {after});
-  };
-  const bool dropout = m_.dropout;
-  if (pass != Pass::kBackward) {
-    OpId x = bmm("attn scores", pass, s, s, d_, dep);
-    x = pointwise("attn softmax", pass, scores * kAct, scores * kAct, x);
-    if (dropout) x = pointwise("attn dropout", pass, scores * kAct, scores * (kAct + 1), x);
-    return bmm("attn values", pass, s, d_, s, x);
-  }
-  // Backward: dP = dO·Vᵀ and dV = Pᵀ·dO; dropout and softmax backward;
-  // dQ = dS·K and dK = dSᵀ·Q.
-  OpId x = bmm("attn values dgrad", pass, s, s, d_, dep);
-  bmm("attn values wgrad", pass, s, d_, s, dep);
-  if (dropout) x = pointwise("attn dropout", pass, scores * (kAct + 1), scores * kAct, x);
-  x = pointwise("attn softmax", pass, 2 * scores * kAct, scores * kAct, x);
-  const OpId dq = bmm("attn scores dgrad", pass, s, d_, s, x);
-  return bmm("attn scores wgrad", pass, s, d_, s, dq);
+  o.mem_transient = o.bytes_read + o.bytes_written;
+  return b_.add(o, deps);
 }
 
 }  // namespace shardsim::detail

@@ -1,5 +1,6 @@
 // The mixture-of-experts MLP of a lowered layer: routing, expert-parallel
-// all-to-alls, grouped expert matmuls and shared experts.
+// all-to-alls, grouped expert matmuls and shared experts, as nodes of the
+// layer graph (layer_graph.h).
 #include "stage_lowering.h"
 
 namespace shardsim::detail {
@@ -13,8 +14,7 @@ namespace shardsim::detail {
 // un-permutation (Lepikhin et al. 2020, GShard; Megatron-LM's MoE layer).
 // Shared experts see every token and run during the dispatch.
 int64_t StageLowering::moe_slots() const {
-  const double routed = static_cast<double>(Ts_ * m_.moe.top_k);
-  return static_cast<int64_t>(std::ceil(routed * m_.moe.capacity_factor));
+  return LayerShape(m_, p_).moe_slots(m_);
 }
 /// Token slots each local expert processes (balanced routing).
 int64_t StageLowering::slots_per_expert() const {
@@ -22,72 +22,90 @@ int64_t StageLowering::slots_per_expert() const {
 }
 /// Grouped matmul over the local experts; padding slots are not model work.
 OpId StageLowering::experts_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
-                                   std::initializer_list<OpId> deps) {
+                                   const std::vector<OpId>& deps, Operands operands) {
   const double useful =
       static_cast<double>(Ts_ * m_.moe.top_k) / static_cast<double>(slots_per_expert() * m_.moe.experts / p_.ep);
-  return matmul(name, L, pass, m, n, k, deps, std::min(1.0, useful), local_experts_);
+  return matmul(name, L, pass, m, n, k, deps, std::min(1.0, useful), local_experts_, operands);
 }
-OpId StageLowering::all_to_all(std::string_view name, int32_t L, Pass pass, OpId dep) {
-  if (p_.ep == 1) return dep;
+OpId StageLowering::all_to_all(std::string_view name, int32_t L, Pass pass, const std::vector<OpId>& deps) {
   return collective(CollectiveKind::kAllToAll, kEpAxis, kEpS, name, L, pass, moe_slots() * h_ * kAct, DType::kBf16,
-                    {dep});
+                    deps);
 }
 
-OpId StageLowering::moe_forward(int32_t L, Pass pass, OpId x) {
+OpId StageLowering::moe_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
   const int64_t E = m_.moe.experts, k = m_.moe.top_k, fe = m_.moe.expert_ffn_hidden;
   const int64_t slots = moe_slots(), me = slots_per_expert();
-  OpId r = matmul("router", L, pass, Ts_, E, h_, {x});
-  r = memop(ComputeKind::kSoftmax, "router top-k", L, pass, Ts_ * E, Ts_ * E * kAct, Ts_ * k * 8, 4, {r});
-  OpId y =
-      memop(ComputeKind::kElementwise, "moe permute", L, pass, slots * h_, Ts_ * h_ * kAct, slots * h_ * kAct, 0, {r});
-  y = all_to_all("moe dispatch", L, pass, y);
-  OpId shared = kNone;
-  if (m_.moe.shared_experts > 0) {
-    const int64_t fs = m_.moe.shared_experts * fe;
-    shared = matmul("shared experts up", L, pass, Ts_, 2 * fs, h_, {x});
-    shared = memop(ComputeKind::kElementwise, "swiglu", L, pass, Ts_ * fs, 2 * Ts_ * fs * kAct, Ts_ * fs * kAct, 8,
-                   {shared});
-    shared = matmul("shared experts down", L, pass, Ts_, h_, fs, {shared});
-  }
-  y = experts_matmul("experts up", L, pass, me, 2 * fe, h_, {y});
+  const int64_t fs = m_.moe.shared_experts * fe;
   const int64_t e = local_experts_ * me * fe;
-  y = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 2 * e * kAct, e * kAct, 8, {y});
-  y = experts_matmul("experts down", L, pass, me, h_, fe, {y});
-  y = all_to_all("moe combine", L, pass, y);
-  return memop(ComputeKind::kElementwise, "moe unpermute", L, pass, Ts_ * h_, slots * h_ * kAct + Ts_ * k * 4,
-               Ts_ * h_ * kAct, static_cast<double>(k), {y, shared});
+  switch (n) {
+    case Node::kRouter:
+      return matmul("router", L, pass, Ts_, E, h_, deps);
+    case Node::kTopk:
+      return memop(ComputeKind::kSoftmax, "router top-k", L, pass, Ts_ * E, Ts_ * E * kAct, Ts_ * k * 8, 4, deps);
+    case Node::kPermute:
+      return memop(ComputeKind::kElementwise, "moe permute", L, pass, slots * h_, Ts_ * h_ * kAct, slots * h_ * kAct, 0,
+                   deps);
+    case Node::kDispatch:
+      return all_to_all("moe dispatch", L, pass, deps);
+    case Node::kSUp:
+      return matmul("shared experts up", L, pass, Ts_, 2 * fs, h_, deps);
+    case Node::kSAct:
+      return memop(ComputeKind::kElementwise, "swiglu", L, pass, Ts_ * fs, 2 * Ts_ * fs * kAct, Ts_ * fs * kAct, 8,
+                   deps);
+    case Node::kSDown:
+      return matmul("shared experts down", L, pass, Ts_, h_, fs, deps);
+    case Node::kEUp:
+      return experts_matmul("experts up", L, pass, me, 2 * fe, h_, deps);
+    case Node::kEAct:
+      return memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 2 * e * kAct, e * kAct, 8, deps);
+    case Node::kEDown:
+      return experts_matmul("experts down", L, pass, me, h_, fe, deps);
+    case Node::kCombine:
+      return all_to_all("moe combine", L, pass, deps);
+    case Node::kUnpermute:
+      return memop(ComputeKind::kElementwise, "moe unpermute", L, pass, Ts_ * h_, slots * h_ * kAct + Ts_ * k * 4,
+                   Ts_ * h_ * kAct, static_cast<double>(k), deps);
+    default:
+      break;
+  }
+  SHARDSIM_ASSERT(false, "an MoE node has an op");
+  return kNone;
 }
 
 /// Backward of the MoE block from the gradient at its output; `wgrad` is
-/// set to its last weight-gradient op.
-OpId StageLowering::moe_backward(int32_t L, OpId cur, OpId weights, OpId recomputed, OpId& wgrad) {
+/// set to its last weight-gradient op. `rec` holds the recomputed nodes.
+OpId StageLowering::moe_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad) {
   const Pass pass = Pass::kBackward;
+  const LayerGraph& g = graph(L);
   const int64_t E = m_.moe.experts, k = m_.moe.top_k, fe = m_.moe.expert_ffn_hidden;
   const int64_t slots = moe_slots(), me = slots_per_expert();
+  const Node expert_in = g.present(Node::kDispatch) ? Node::kDispatch : Node::kPermute;
+  const Node expert_out = g.present(Node::kCombine) ? Node::kCombine : Node::kEDown;
   OpId y = memop(ComputeKind::kElementwise, "moe unpermute", L, pass, slots * h_, Ts_ * h_ * kAct + Ts_ * k * 4,
-                 slots * h_ * kAct, 1, {cur, weights, recomputed});
-  y = all_to_all("moe combine", L, pass, y);
+                 slots * h_ * kAct, 1, {cur, weights, rec[expert_out], rec[Node::kTopk]});
+  if (p_.ep > 1) y = all_to_all("moe combine", L, pass, {y});
   OpId shared = kNone;
   if (m_.moe.shared_experts > 0) {
     const int64_t fs = m_.moe.shared_experts * fe;
     shared = matmul("shared experts down dgrad", L, pass, Ts_, fs, h_, {cur});
-    matmul("shared experts down wgrad", L, pass, fs, h_, Ts_, {cur});
+    matmul("shared experts down wgrad", L, pass, fs, h_, Ts_, {cur, rec[Node::kSAct]}, 1.0, 1, Operands::kWeightGrad);
     shared = memop(ComputeKind::kElementwise, "swiglu", L, pass, Ts_ * fs, 3 * Ts_ * fs * kAct, 2 * Ts_ * fs * kAct, 12,
-                   {shared});
+                   {shared, rec[Node::kSUp]});
     const OpId sd = matmul("shared experts up dgrad", L, pass, Ts_, h_, 2 * fs, {shared});
-    matmul("shared experts up wgrad", L, pass, h_, 2 * fs, Ts_, {shared});
+    matmul("shared experts up wgrad", L, pass, h_, 2 * fs, Ts_, {shared, rec[Node::kLn2]}, 1.0, 1,
+           Operands::kWeightGrad);
     shared = sd;
   }
   OpId dg = experts_matmul("experts down dgrad", L, pass, me, fe, h_, {y});
-  experts_matmul("experts down wgrad", L, pass, fe, h_, me, {y});
+  experts_matmul("experts down wgrad", L, pass, fe, h_, me, {y, rec[Node::kEAct]}, Operands::kWeightGrad);
   const int64_t e = local_experts_ * me * fe;
-  dg = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 3 * e * kAct, 2 * e * kAct, 12, {dg});
+  dg = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 3 * e * kAct, 2 * e * kAct, 12, {dg, rec[Node::kEUp]});
   const OpId up_dg = experts_matmul("experts up dgrad", L, pass, me, h_, 2 * fe, {dg});
-  experts_matmul("experts up wgrad", L, pass, h_, 2 * fe, me, {dg});
-  y = all_to_all("moe dispatch", L, pass, up_dg);
+  experts_matmul("experts up wgrad", L, pass, h_, 2 * fe, me, {dg, rec[expert_in]}, Operands::kWeightGrad);
+  y = p_.ep > 1 ? all_to_all("moe dispatch", L, pass, {up_dg}) : up_dg;
   y = memop(ComputeKind::kElementwise, "moe permute", L, pass, Ts_ * h_, slots * h_ * kAct, Ts_ * h_ * kAct, 1, {y});
   const OpId rd = matmul("router dgrad", L, pass, Ts_, h_, E, {y});
-  wgrad = matmul("router wgrad", L, pass, h_, E, Ts_, {y});
+  wgrad = matmul("router wgrad", L, pass, h_, E, Ts_, {y, rec[Node::kLn2]}, 1.0, 1, Operands::kWeightGrad);
   return memop(ComputeKind::kElementwise, "moe grad sum", L, pass, Ts_ * h_, 3 * Ts_ * h_ * kAct, Ts_ * h_ * kAct, 2,
                {rd, shared});
 }

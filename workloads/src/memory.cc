@@ -4,91 +4,146 @@
 // Narayanan et al. 2021; Rajbhandari et al. 2020, "ZeRO"): bf16 weights (2 B),
 // gradients at grad_reduce_dtype (4 B for fp32 main grads), and master
 // weight, first and second moment (12 B per parameter in fp32; the plan can
-// hold them in bf16). ZeRO-1 shards the
-// optimizer state over dp, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
-// weights as well and holds two gathered units (current and prefetched).
+// hold them in bf16). ZeRO-1 shards the optimizer state over dp, ZeRO-2 the
+// gradients too, ZeRO-3 (FSDP) the weights as well.
 //
-// Activations saved per layer follow Korthikanti et al. 2022 ("Reducing
-// Activation Recomputation", section 4), tensor by tensor, with general
-// shapes (GQA, SwiGLU, RMSNorm): for a GPT layer with unfused attention they
-// give (with dropout) 34·s·b·h + 5·a·s²·b bytes without tensor parallelism,
-// s·b·h·(10 + 24/t + 5·a·s/(h·t)) with it, and s·b·h/t·(34 + 5·a·s/h) with
-// sequence parallelism. Fused (flash) attention and selective recomputation
-// both drop the 5·a·s² term (a 4-byte log-sum-exp per head and token stays);
-// full recomputation keeps only each layer's input, 2·s·b·h (/t with
-// sequence parallelism), plus one layer's full set while it is recomputed.
+// Activations come from the lowered program: every forward op is a node of
+// its layer's graph (layer_graph.h), the recomputation policy decides which
+// node outputs are kept for the backward, and the lowering charges them to
+// the op that makes them and releases them with the layer's backward (the
+// program's MemoryEvents); recomputed tensors are charged when they are
+// recomputed, FSDP's gathered parameters when they are gathered and until
+// the unit is resharded, and each op's working set while it runs. Walking a
+// stage's program in order gives its high-water mark. For a GPT layer with
+// dropout the kept tensors are Korthikanti et al.'s (2022, section 4):
+// 34·s·b·h + 5·a·s²·b bytes without tensor parallelism, s·b·h·(10 + 24/t +
+// 5·a·s/(h·t)) with it and s·b·h/t·(34 + 5·a·s/h) with sequence parallelism
+// (unit tests check these against the graph).
 //
-// Pipelines keep the activations of every microbatch between its forward and
-// backward; the high-water mark comes from walking the stage's schedule,
-// which reproduces Korthikanti et al.'s factors (p microbatches on the first
-// stage for 1F1B, times 1 + (p-1)/(p·v) with interleaving).
+// The estimate without a program (for the plan search, which sizes
+// thousands of plans) takes the same per-layer kept bytes from the layer
+// graph and walks the stage's pipeline schedule (p microbatches in flight on
+// the first stage of 1F1B, times 1 + (p-1)/(p·v) with interleaving), plus one
+// layer's recomputation and two gathered FSDP units.
 #include "shardsim/workloads/memory.h"
 
 #include <algorithm>
+#include <array>
 
+#include "layer_graph.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/schedule.h"
+#include "stage_lowering.h"
 
 namespace shardsim {
 namespace {
 
-/// Bytes of one layer's saved tensors when nothing is recomputed.
-int64_t full_layer_bytes(const ModelSpec& m, const Plan& p, bool keep_scores, bool moe_layer) {
+using detail::LayerGraph;
+using detail::RecomputePlan;
+
+struct LayerMemory {
+  int64_t kept = 0;        ///< bytes kept from the forward to the backward
+  int64_t recomputed = 0;  ///< bytes a recomputation holds during the backward
+};
+LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer) {
+  const LayerGraph g(detail::layer_config(m, p, moe_layer));
+  const RecomputePlan rp = detail::plan_recompute(g, detail::recompute_spec(p));
+  return {g.bytes(rp.kept), g.bytes(rp.recomputed & rp.needed & ~rp.kept)};
+}
+
+/// What one pipeline stage holds before activations: its parameters and
+/// the chunks' per-microbatch activation bytes.
+struct StageShape {
+  int64_t params = 0, expert_params = 0;
+  bool has_head = false;
+  std::vector<int64_t> chunk_act;
+  int64_t recompute_extra = 0;
+};
+StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, int64_t stage) {
+  const ModelSpec& m = s.model;
+  const Plan& p = s.plan;
+  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len);
+  const LayerMemory dense = layer_memory(m, p, false);
+  const LayerMemory moe = m.is_moe() ? layer_memory(m, p, true) : LayerMemory{};
+  StageShape st;
+  for (int64_t c = 0; c < p.virtual_stages; ++c) {
+    const int64_t g = c * p.pp + stage;
+    int64_t act = 0;
+    for (int64_t i = 0; i < layout.count[static_cast<size_t>(g)]; ++i) {
+      const int64_t l = layout.first[static_cast<size_t>(g)] + i;
+      const bool moe_layer = m.is_moe_layer(l);
+      st.params += moe_layer ? dp.moe_layer_replicated : dp.dense_layer;
+      st.expert_params += moe_layer ? dp.moe_layer_experts : 0;
+      act += moe_layer ? moe.kept : dense.kept;
+      st.recompute_extra = std::max(st.recompute_extra, moe_layer ? moe.recomputed : dense.recomputed);
+    }
+    if (g == 0) st.params += dp.embedding;
+    if (g == p.chunks() - 1) {
+      st.params += dp.head;
+      st.has_head = true;
+    }
+    st.chunk_act.push_back(act);
+  }
+  return st;
+}
+
+/// Weights, gradients and optimizer state of a stage, and the buffers the
+/// program does not allocate itself (DDP buckets, pipeline, ring-attention
+/// and all-to-all buffers).
+MemoryReport resident(const Scenario& s, const StageShape& st) {
+  const ModelSpec& m = s.model;
+  const Plan& p = s.plan;
   const int64_t t = p.tp;
-  const int64_t T = p.microbatch_size * p.seq_len / p.cp;  // this device's sequence shard
-  const int64_t a = m.heads / t;
-  const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
-  const int64_t d = m.head_dim;
-  const int64_t h = m.hidden;
-  const int64_t f = m.ffn_hidden / t;
-  // Tensors that sequence parallelism splits over tp; otherwise replicated.
-  const int64_t rep = p.sequence_parallel ? T / t : T;
-  int64_t bytes = 0;
-  bytes += 2 * rep * h;                 // attention norm input (residual stream)
-  bytes += 2 * rep * h;                 // QKV input (norm output)
-  bytes += 2 * T * (a + 2 * kv) * d;    // q, k, v
-  bytes += 2 * T * a * d + 4 * T * a;   // attention output (= out-proj input) and log-sum-exp
-  bytes += 2 * rep * h;                 // MLP norm input
-  bytes += 2 * rep * h;                 // MLP input (norm output)
-  if (m.dropout) bytes += 2 * rep * h;  // two hidden dropout masks, 1 B per element each
-  if (moe_layer) {
-    // Router probabilities, the permuted tokens in their capacity slots, and
-    // each slot's gate/up outputs and SwiGLU output; shared experts as a
-    // dense SwiGLU MLP over this device's tokens.
-    const int64_t fe = m.moe.expert_ffn_hidden;
-    const auto slots = static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor);
-    bytes += 2 * rep * m.moe.experts;
-    bytes += 2 * slots * h + int64_t{4} * slots * fe + 2 * slots * fe;
-    bytes += m.moe.shared_experts * (int64_t{4} * rep * fe + 2 * rep * fe);
-  } else if (m.mlp == MlpKind::kGelu) {
-    bytes += 2 * T * f;  // GeLU input
-    bytes += 2 * T * f;  // GeLU output (down input)
-  } else {
-    bytes += int64_t{4} * T * f;  // gate and up outputs, 2 B each
-    bytes += 2 * T * f;           // SwiGLU output (down input)
+  // Parameters are replicated over dp and cp; ZeRO shards over both.
+  // Hybrid FSDP shards within its group only.
+  const int64_t group = p.zero == 3 && p.fsdp_shard_size > 0 ? p.fsdp_shard_size : p.dp;
+  const int64_t shards = group * p.cp;
+  const int64_t expert_shards = p.dp * p.cp / p.ep;
+  const bool fsdp = p.zero == 3 && shards > 1;
+  auto shard_n = [](int64_t x, bool sharded, int64_t n) { return sharded ? (x + n - 1) / n : x; };
+  // Bytes of a state held `bytes` wide per parameter, sharded when `sharded`.
+  auto state = [&](int64_t bytes, bool sharded) {
+    return bytes * (shard_n(st.params, sharded && shards > 1, shards) +
+                    shard_n(st.expert_params, sharded && expert_shards > 1, expert_shards));
+  };
+  MemoryReport r;
+  r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
+  auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
+  add("weights", state(2, fsdp));
+  add("gradients", state(dtype_bytes(p.grad_reduce_dtype), p.zero >= 2));
+  add("optimizer_state",
+      state(dtype_bytes(p.master_weights_dtype) + 2 * dtype_bytes(p.optimizer_state_dtype), p.zero >= 1));
+  const int64_t T = p.microbatch_size * p.seq_len / p.cp;
+  int64_t buffers = 0;
+  if (m.is_moe() && p.ep > 1) {
+    // All-to-all send and receive buffers of the dispatched tokens.
+    const int64_t rep = p.sequence_parallel ? T / t : T;
+    buffers += 2 * 2 * static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor) * m.hidden;
   }
-  if (keep_scores) {
-    // Softmax output (2 B) per head and query-key pair; with dropout also
-    // its mask (1 B) and the dropped probabilities (2 B).
-    bytes += (m.dropout ? 5 : 2) * a * p.seq_len * p.seq_len * p.microbatch_size;
+  // DDP: two buckets in flight, together no more than the stage's gradients
+  // (a bucket size beyond them means one bucket of everything).
+  if (!fsdp && shards > 1) {
+    buffers += std::min(2 * p.grad_bucket_bytes, state(dtype_bytes(p.grad_reduce_dtype), false));
   }
-  return bytes;
+  if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
+  if (p.cp > 1) {
+    const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
+    buffers += 2 * 2 * 2 * T * kv * m.head_dim * 2;  // ring attention: two K,V(+dK,dV) blocks
+  }
+  add("comm_buffers", buffers);
+  return r;
+}
+
+void finish(MemoryReport& r) {
+  r.peak_bytes_per_device = 0;
+  for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
+  r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
 }
 
 }  // namespace
 
 int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p, bool moe_layer) {
-  switch (p.recompute) {
-    case Recompute::kFull: {
-      const int64_t T = p.microbatch_size * p.seq_len / p.cp;
-      return 2 * (p.sequence_parallel ? T / p.tp : T) * m.hidden;
-    }
-    case Recompute::kSelective:
-      return full_layer_bytes(m, p, false, moe_layer);
-    case Recompute::kNone:
-      break;
-  }
-  return full_layer_bytes(m, p, !p.fused_attention, moe_layer);
+  return layer_memory(m, p, moe_layer).kept;
 }
 
 int64_t peak_in_flight_bytes(const Plan& p, int64_t stage, const std::vector<int64_t>& chunk_bytes) {
@@ -102,91 +157,73 @@ int64_t peak_in_flight_bytes(const Plan& p, int64_t stage, const std::vector<int
   return peak;
 }
 
+ProgramMemory walk_program_memory(const Program& program) {
+  ProgramMemory w;
+  std::array<int64_t, kMemKinds> live{};
+  int64_t total = 0;
+  const std::vector<MemoryEvent>& ev = program.memory_events();
+  size_t e = 0;
+  for (OpId i = 0; i < program.size(); ++i) {
+    const size_t first = e;
+    for (; e < ev.size() && ev[e].op == i; ++e) {
+      live[static_cast<size_t>(ev[e].kind)] += ev[e].alloc;
+      total += ev[e].alloc;
+    }
+    w.max_activations = std::max(w.max_activations, live[static_cast<size_t>(MemKind::kActivation)]);
+    const int64_t transient = program.op(i).mem_transient.value();
+    if (total + transient > w.peak) {
+      w.peak = total + transient;
+      w.activations = live[static_cast<size_t>(MemKind::kActivation)];
+      w.head = live[static_cast<size_t>(MemKind::kHead)];
+      w.gathered_params = live[static_cast<size_t>(MemKind::kParams)];
+      w.working_set = transient + live[static_cast<size_t>(MemKind::kRecomputed)];
+    }
+    for (size_t j = first; j < e; ++j) {
+      live[static_cast<size_t>(ev[j].kind)] -= ev[j].free;
+      total -= ev[j].free;
+    }
+  }
+  return w;
+}
+
 MemoryReport training_memory(const Scenario& s) {
   const ModelSpec& m = s.model;
   const Plan& p = s.plan;
-  const int64_t t = p.tp;
-  // A mixture-of-experts layer has a replicated part (attention, router,
-  // shared experts) and this device's experts (replicated over dp·cp / ep).
-  const DeviceParams dp_params = device_params(m, t, p.ep, p.seq_len);
-  const int64_t layer = dp_params.dense_layer;
-  const int64_t moe_dense = dp_params.moe_layer_replicated;
-  const int64_t moe_experts = dp_params.moe_layer_experts;
-  const int64_t embed = dp_params.embedding;
-  const int64_t head = dp_params.head;
-  // Parameters are replicated over dp and cp; ZeRO shards over both.
-  // Hybrid FSDP shards within its group only.
-  const int64_t group = p.zero == 3 && p.fsdp_shard_size > 0 ? p.fsdp_shard_size : p.dp;
-  const int64_t shards = group * p.cp;
-  const int64_t expert_shards = p.dp * p.cp / p.ep;
-  const bool fsdp = p.zero == 3 && shards > 1;
-  auto shard_n = [](int64_t x, bool sharded, int64_t n) { return sharded ? (x + n - 1) / n : x; };
   const ChunkLayout layout = chunk_layout(m, p);
-  const int64_t dense_act = layer_activation_bytes(m, p, false);
-  const int64_t moe_act = layer_activation_bytes(m, p, true);
-  const int64_t T = p.microbatch_size * p.seq_len / p.cp;
-  // While a layer is recomputed, its full activations exist once.
-  const int64_t recompute_extra =
-      p.recompute == Recompute::kFull ? full_layer_bytes(m, p, !p.fused_attention, m.is_moe()) : 0;
-
+  const detail::LayerShape sh(m, p);
+  const int64_t v = padded_vocab(m, p.tp) / p.tp;
+  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len);
+  const bool fsdp = p.zero == 3 && (p.zero == 3 && p.fsdp_shard_size > 0 ? p.fsdp_shard_size : p.dp) * p.cp > 1;
   MemoryReport best;
   for (int64_t stage = 0; stage < p.pp; ++stage) {
-    int64_t params = 0, expert_params = 0;
-    std::vector<int64_t> chunk_act;
-    bool has_head = false;
-    for (int64_t c = 0; c < p.virtual_stages; ++c) {
-      const int64_t g = c * p.pp + stage;
-      int64_t act = 0;
-      for (int64_t i = 0; i < layout.count[static_cast<size_t>(g)]; ++i) {
-        const int64_t l = layout.first[static_cast<size_t>(g)] + i;
-        const bool moe_layer = m.is_moe_layer(l);
-        params += moe_layer ? moe_dense : layer;
-        expert_params += moe_layer ? moe_experts : 0;
-        act += moe_layer ? moe_act : dense_act;
-      }
-      if (g == 0) params += embed;
-      if (g == p.chunks() - 1) {
-        params += head;
-        has_head = true;
-      }
-      chunk_act.push_back(act);
-    }
-    // Bytes per parameter of a state held `bytes` wide, sharded when `sharded`.
-    auto state = [&](int64_t bytes, bool sharded) {
-      return bytes * (shard_n(params, sharded && shards > 1, shards) +
-                      shard_n(expert_params, sharded && expert_shards > 1, expert_shards));
-    };
-    MemoryReport r;
-    r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
-    auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
-    add("weights", state(2, fsdp));
-    add("gradients", state(dtype_bytes(p.grad_reduce_dtype), p.zero >= 2));
-    add("optimizer_state",
-        state(dtype_bytes(p.master_weights_dtype) + 2 * dtype_bytes(p.optimizer_state_dtype), p.zero >= 1));
-    add("activations", peak_in_flight_bytes(p, stage, chunk_act) + recompute_extra);
-    // Logits of the microbatch in bf16 plus their fp32 softmax (vocab-parallel).
-    add("logits", has_head ? T * (padded_vocab(m, t) / t) * (2 + 4) : 0);
-    int64_t buffers = 0;
-    if (fsdp) buffers += int64_t{4} * std::max({layer, embed, head, moe_dense + moe_experts});  // two gathered units
-    if (m.is_moe() && p.ep > 1) {
-      // All-to-all send and receive buffers of the dispatched tokens.
-      const int64_t rep = p.sequence_parallel ? T / t : T;
-      buffers +=
-          2 * 2 * static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor) * m.hidden;
-    }
-    // DDP: two buckets in flight, together no more than the stage's gradients
-    // (a bucket size beyond them means one bucket of everything).
-    if (!fsdp && shards > 1) {
-      buffers += std::min(2 * p.grad_bucket_bytes, state(dtype_bytes(p.grad_reduce_dtype), false));
-    }
-    if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
-    if (p.cp > 1) {
-      const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
-      buffers += 2 * 2 * 2 * T * kv * m.head_dim * 2;  // ring attention: two K,V(+dK,dV) blocks
-    }
-    add("comm_buffers", buffers);
-    for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
-    r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
+    const StageShape st = stage_shape(s, layout, stage);
+    MemoryReport r = resident(s, st);
+    r.components.push_back({"activations", peak_in_flight_bytes(p, stage, st.chunk_act) + st.recompute_extra});
+    // The head keeps the final norm's input and output, the logits (bf16)
+    // and the vocabulary-parallel softmax (fp32).
+    r.components.push_back({"logits", st.has_head ? sh.T * v * (2 + 4) + 2 * sh.Ts * m.hidden * 2 : 0});
+    // FSDP: two units gathered at once (the one computing and the prefetched).
+    r.components.push_back(
+        {"gathered_params", fsdp ? int64_t{4} * std::max({dp.dense_layer, dp.embedding, dp.head,
+                                                          dp.moe_layer_replicated + dp.moe_layer_experts})
+                                 : 0});
+    finish(r);
+    if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
+  }
+  return best;
+}
+
+MemoryReport training_memory(const Scenario& s, const ProgramSet& programs) {
+  const ChunkLayout layout = chunk_layout(s.model, s.plan);
+  MemoryReport best;
+  for (int64_t stage = 0; stage < s.plan.pp; ++stage) {
+    const ProgramMemory w = walk_program_memory(programs.stages[static_cast<size_t>(stage)]);
+    MemoryReport r = resident(s, stage_shape(s, layout, stage));
+    r.components.push_back({"activations", w.activations});
+    r.components.push_back({"logits", w.head});
+    r.components.push_back({"gathered_params", w.gathered_params});
+    r.components.push_back({"working_set", w.working_set});
+    finish(r);
     if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
   }
   return best;
@@ -239,8 +276,9 @@ MemoryReport inference_memory(const Scenario& s) {
   return best;
 }
 
-MemoryReport step_memory(const Scenario& s) {
-  return s.plan.inference() ? inference_memory(s) : training_memory(s);
+MemoryReport step_memory(const Scenario& s, const ProgramSet* programs) {
+  if (s.plan.inference()) return inference_memory(s);
+  return programs != nullptr ? training_memory(s, *programs) : training_memory(s);
 }
 
 }  // namespace shardsim

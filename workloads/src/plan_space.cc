@@ -210,6 +210,7 @@ std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vect
                     p.zero = zero;
                     p.microbatch_size = mb;
                     p.recompute = rc;
+                    p.recompute_keep.clear();
                     p.virtual_stages = v;
                     p.schedule = v > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::kOneFOneB;
                     p.sequence_parallel = tp > 1;

@@ -6,8 +6,10 @@
 #include <sstream>
 
 #include "json_reader.h"
+#include "layer_graph.h"
 #include "loader_parts.h"
 #include "shardsim/core/error.h"
+#include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/presets.h"
 #include "shardsim/workloads/scenario.h"
 
@@ -392,12 +394,17 @@ Plan parse_inference_plan(ObjectReader& r, Phase phase, const ModelSpec& m, cons
 Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, const ClusterSpec& c, bool serving) {
   if (j.is_string()) return parse_plan(preset_json("plan", j.get<std::string>(), file, "/plan"), file, m, c, serving);
   ObjectReader r(j, file, "/plan");
-  Plan p;
   const std::string phase = r.choice("phase", {"train", "prefill", "decode"}, "train");
   if (phase != "train") {
     return parse_inference_plan(r, phase == "prefill" ? Phase::kPrefill : Phase::kDecode, m, c, serving);
   }
   if (serving) r.fail("phase", "a scenario with a \"serving\" object needs an inference plan (\"phase\": \"decode\")");
+  // The framework comes first: it sets the defaults of the stack's knobs,
+  // which the plan may still override one by one.
+  std::vector<std::string> frameworks;
+  for (Framework f : all_frameworks()) frameworks.emplace_back(to_string(f));
+  const std::string fw = r.choice("framework", frameworks, "generic");
+  Plan p = framework_defaults(*framework_named(fw));
   p.dp = r.positive_int("dp", 1);
   p.tp = r.positive_int("tp", 1);
   p.pp = r.positive_int("pp", 1);
@@ -412,21 +419,51 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
                : sched == "interleaved" ? PipelineSchedule::kInterleaved
                                         : PipelineSchedule::kOneFOneB;
   p.virtual_stages = r.int_in("virtual_stages", 1, 1024, 1);
-  const std::string rc = r.choice("recompute", {"none", "selective", "full"}, "none");
-  p.recompute = rc == "none" ? Recompute::kNone : rc == "selective" ? Recompute::kSelective : Recompute::kFull;
-  p.fused_attention = r.choice("attention", {"fused", "unfused"}, "fused") == "fused";
+  const std::string rc =
+      r.choice("recompute", {"none", "selective", "full", "save_dots", "save_qkv_proj", "op_sac", "custom"}, "none");
+  p.recompute = rc == "none"            ? Recompute::kNone
+                : rc == "selective"     ? Recompute::kSelective
+                : rc == "full"          ? Recompute::kFull
+                : rc == "save_dots"     ? Recompute::kSaveDots
+                : rc == "save_qkv_proj" ? Recompute::kSaveQkv
+                : rc == "op_sac"        ? Recompute::kOpSac
+                                        : Recompute::kCustom;
+  if (r.has("recompute_keep")) {
+    const Json& keep = r.raw("recompute_keep");
+    if (!keep.is_array() || keep.size() > 64) {
+      r.fail("recompute_keep", "expected an array of tensor names (" + detail::recompute_names() + ")");
+    }
+    for (size_t i = 0; i < keep.size(); ++i) {
+      if (!keep[i].is_string() || !detail::nodes_named(keep[i].get<std::string>()).has_value()) {
+        r.fail("recompute_keep/" + std::to_string(i),
+               "expected one of " + detail::recompute_names() + ", got " + detail::describe(keep[i]));
+      }
+      p.recompute_keep.push_back(keep[i].get<std::string>());
+    }
+    if (p.recompute != Recompute::kCustom && !p.recompute_keep.empty()) {
+      r.fail("recompute_keep", "needs \"recompute\": \"custom\"");
+    }
+  }
+  if (p.recompute == Recompute::kCustom && p.recompute_keep.empty()) {
+    r.fail("recompute_keep",
+           "required with \"recompute\": \"custom\": the tensors each layer keeps (" + detail::recompute_names() + ")");
+  }
+  p.fused_attention = r.choice("attention", {"fused", "unfused"}, p.fused_attention ? "fused" : "unfused") == "fused";
+  p.fused_qkv = r.boolean("fused_qkv", p.fused_qkv);
+  p.fused_gate_up = r.boolean("fused_gate_up", p.fused_gate_up);
   p.sequence_parallel = r.boolean("sequence_parallel", false);
-  p.fsdp_prefetch = r.boolean("fsdp_prefetch", true);
-  p.p2p_blocking = r.boolean("p2p_blocking", false);
-  p.p2p_scatter_gather = r.boolean("p2p_scatter_gather", false);
-  p.tp_grad_overlap = r.boolean("tp_grad_overlap", true);
-  p.grad_accumulation_fusion = r.boolean("grad_accumulation_fusion", true);
+  p.fsdp_prefetch = r.boolean("fsdp_prefetch", p.fsdp_prefetch);
+  p.p2p_blocking = r.boolean("p2p_blocking", p.p2p_blocking);
+  p.p2p_scatter_gather = r.boolean("p2p_scatter_gather", p.p2p_scatter_gather);
+  p.tp_grad_overlap = r.boolean("tp_grad_overlap", p.tp_grad_overlap);
+  p.grad_accumulation_fusion = r.boolean("grad_accumulation_fusion", p.grad_accumulation_fusion);
   p.fsdp_shard_size = r.positive_int("fsdp_shard_size", 0);
   p.fsdp_bucket_params = r.positive_int("fsdp_bucket_params", 0);
   p.master_weights_dtype = parse_dtype(r.choice("master_weights_dtype", {"fp32", "bf16"}, "fp32"));
   p.optimizer_state_dtype = parse_dtype(r.choice("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
   p.grad_bucket_bytes = r.positive_int("grad_bucket_bytes", p.grad_bucket_bytes);
-  p.grad_reduce_dtype = parse_dtype(r.choice("grad_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32"));
+  p.grad_reduce_dtype =
+      parse_dtype(r.choice("grad_reduce_dtype", {"fp32", "bf16", "fp16"}, std::string(to_string(p.grad_reduce_dtype))));
   p.matmul_dtype = parse_dtype(r.choice("matmul_dtype", {"bf16", "fp8"}, "bf16"));
   if (r.has("mesh_order")) {
     const Json& mo = r.raw("mesh_order");

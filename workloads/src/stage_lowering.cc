@@ -24,9 +24,10 @@ void StageLowering::forward(int32_t local) {
     } else if (u == kHeadUnit) {
       cur = head_forward(cur, gathered[i]);
     } else {
-      cur = layer_forward(unit_layer(u), Pass::kForward, {cur, gathered[i]});
+      cur = layer_forward(unit_layer(u), cur, gathered[i]);
     }
     ended[i] = cur;
+    if (gathered[i] != kNone) b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));  // resharded
     issue(p_.fsdp_prefetch ? i + 2 : i + 1, cur);
   }
   fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] = cur;
@@ -52,9 +53,15 @@ OpId StageLowering::embedding_forward(OpId weights) {
 
 OpId StageLowering::head_forward(OpId cur, OpId weights) {
   OpId x = b_.add(norm_op("final norm", -1, Pass::kForward), {cur, weights});
+  b_.memory(x, MemKind::kHead, Bytes(2 * Ts_ * h_ * kAct), Bytes(0));  // the norm's input and output, kept
   x = column_parallel_in("head all-gather", -1, Pass::kForward, x);
   x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x}, vocab_model_);
+  // The logits (bf16) and the vocabulary-parallel softmax (fp32) are kept
+  // for the loss's backward (Megatron-LM's VocabParallelCrossEntropy).
+  b_.memory(x, MemKind::kHead, Bytes(T_ * v_ * kAct), Bytes(0));
   x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, T_ * v_, T_ * v_ * kAct, T_ * 4, 4, {x});
+  b_.memory(x, MemKind::kHead, Bytes(T_ * v_ * 4), Bytes(0));
+  b_.op(x).mem_transient += Bytes(T_ * v_ * 4);
   // Vocabulary-parallel softmax: max and sum over tp (fp32).
   if (t_ > 1) x = tp_coll(CollectiveKind::kAllReduce, "loss all-reduce", -1, Pass::kForward, T_ * 8, x);
   return x;
@@ -88,6 +95,7 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
     } else {
       cur = layer_backward(unit_layer(u), cur, gathered[i], wgrad);
     }
+    if (gathered[i] != kNone) b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
     reduce_unit(u, wgrad, last_microbatch);
     issue(p_.fsdp_prefetch ? k + 2 : k + 1, cur);
   }
@@ -104,11 +112,15 @@ OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
   lg.flops = Flops(4.0 * static_cast<double>(T_ * v_));
   lg.bytes_read = Bytes(logits);
   lg.bytes_written = Bytes(logits);
+  lg.mem_transient = Bytes(logits);  // the logits' gradient
   OpId x = b_.add(lg, {cur, weights});
+  b_.memory(x, MemKind::kHead, Bytes(0), Bytes(T_ * v_ * (kAct + 4)));
   const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_);
-  wgrad = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_);
+  wgrad = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_, 1, Operands::kWeightGrad);
   x = column_parallel_grad("head grad all-reduce", -1, dg, wgrad);
-  return b_.add(norm_op("final norm", -1, Pass::kBackward), {x, wgrad});
+  x = b_.add(norm_op("final norm", -1, Pass::kBackward), {x, wgrad});
+  b_.memory(x, MemKind::kHead, Bytes(0), Bytes(2 * Ts_ * h_ * kAct));
+  return x;
 }
 
 OpId StageLowering::embedding_backward(OpId cur) {

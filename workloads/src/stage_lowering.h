@@ -3,10 +3,13 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "layer_graph.h"
 #include "matmul_op.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/lower.h"
@@ -31,6 +34,29 @@ inline constexpr uint8_t kEpAxis = axis_bit(MeshAxis::kEp);
 inline constexpr StreamId kEpS = TrainStreams::kEp;
 inline constexpr int64_t kAct = 2;  // activation bytes (bf16)
 inline constexpr OpId kNone = kNoOp;
+
+/// A layer's per-device shapes under a plan: tokens of this device's
+/// sequence shard (T) and their sequence-parallel share (Ts), local heads,
+/// KV heads (a whole head per rank when tp exceeds them) and MLP width.
+struct LayerShape {
+  int64_t T, Ts, a, kv, f;
+  LayerShape(const ModelSpec& m, const Plan& p)
+      : T(p.microbatch_size * p.seq_len / p.cp),
+        Ts(p.sequence_parallel ? T / p.tp : T),
+        a(m.heads / p.tp),
+        kv(m.kv_heads >= p.tp ? m.kv_heads / p.tp : 1),
+        f(m.ffn_hidden / p.tp) {}
+  /// MoE: token slots this device routes (capacity_factor · Ts · top_k).
+  int64_t moe_slots(const ModelSpec& m) const {
+    return static_cast<int64_t>(std::ceil(static_cast<double>(Ts * m.moe.top_k) * m.moe.capacity_factor));
+  }
+};
+
+/// The layer graph of a dense (or MoE) layer under a plan: its shape and
+/// the bytes of each node's output (lower_layer.cc).
+LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe);
+/// The plan's recomputation policy and its framework's semantics.
+RecomputeSpec recompute_spec(const Plan& p);
 
 /// Builds the Program of one pipeline stage.
 class StageLowering {
@@ -73,6 +99,13 @@ class StageLowering {
     const auto nloc = static_cast<size_t>(v_chunks_);
     const auto mbs = static_cast<size_t>(p_.microbatches());
     fwd_end_.assign(nloc, std::vector<OpId>(mbs, kNone));
+    const RecomputeSpec spec = recompute_spec(p_);
+    dense_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, false));
+    dense_plan_ = plan_recompute(*dense_graph_, spec);
+    if (m_.is_moe()) {
+      moe_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, true));
+      moe_plan_ = plan_recompute(*moe_graph_, spec);
+    }
   }
 
   Program run() {
@@ -127,20 +160,30 @@ class StageLowering {
   /// Recomputed forward ops are executed, not model, work.
   double model_share(Pass pass, double share) const { return pass == Pass::kRecompute ? 0.0 : share; }
 
+  /// What a matmul's operands are: B the weights (forward and activation
+  /// gradients), C a weight gradient (it accumulates into the gradient
+  /// buffer), or activations throughout (attention's batched products).
+  enum class Operands : uint8_t { kWeights, kWeightGrad, kActivations };
   /// `batch` products [m,k]·[k,n]; `model_fraction` is the part of the work
   /// that is model work (the rest: replicated KV heads, vocabulary padding,
-  /// masked attention scores, expert capacity padding).
+  /// masked attention scores, expert capacity padding). Its working set is
+  /// the activations it reads and writes.
   OpId matmul(std::string_view name, int32_t layer, Pass pass, int64_t m, int64_t n, int64_t k,
-              std::initializer_list<OpId> deps, double model_fraction = 1.0, int64_t batch = 1) {
+              const std::vector<OpId>& deps, double model_fraction = 1.0, int64_t batch = 1,
+              Operands operands = Operands::kWeights) {
     Op o = matmul_op(base(name, layer, pass, kC), batch, m, n, k, p_.matmul_dtype);
     o.model_flops = o.flops * model_share(pass, model_fraction);
     o.bytes_read = Bytes(batch * (m * k + k * n) * w_);
     o.bytes_written = Bytes(batch * m * n * kAct);
+    const int64_t a = batch * m * k * w_, bmat = batch * k * n * w_, c = batch * m * n * kAct;
+    o.mem_transient = Bytes(operands == Operands::kWeights      ? a + c
+                            : operands == Operands::kWeightGrad ? a + bmat
+                                                                : a + bmat + c);
     return b_.add(o, deps);
   }
 
   OpId memop(ComputeKind kind, std::string_view name, int32_t layer, Pass pass, int64_t elems, int64_t read_b,
-             int64_t write_b, double flops_per_elem, std::initializer_list<OpId> deps) {
+             int64_t write_b, double flops_per_elem, const std::vector<OpId>& deps) {
     Op o = base(name, layer, pass, kC);
     o.compute = kind;
     o.m = elems;
@@ -149,16 +192,21 @@ class StageLowering {
     o.flops = Flops(flops_per_elem * static_cast<double>(elems));
     o.bytes_read = Bytes(read_b);
     o.bytes_written = Bytes(write_b);
+    o.mem_transient = Bytes(read_b + write_b);
     return b_.add(o, deps);
   }
 
   // Attention (lower_attention.cc).
-  OpId attention(int32_t layer, Pass pass, OpId dep);
-  OpId ring_attention(int32_t layer, Pass pass, OpId dep);
-  OpId fused_attention(int32_t layer, Pass pass, OpId dep);
-  OpId unfused_attention(int32_t layer, Pass pass, OpId dep);
+  /// The attention node `n` of layer L (kAttn, or with unfused attention one
+  /// of kScores, kSoftmax, kDropout, kAttn) for the forward pass or its
+  /// recomputation.
+  OpId attention_node(Node n, int32_t layer, Pass pass, const std::vector<OpId>& deps);
+  /// The attention core's backward from the gradient of its output.
+  OpId attention_backward(int32_t layer, OpId dep);
+  OpId ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
+  OpId fused_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer, Pass pass,
-                  int64_t bytes, DType dtype, std::initializer_list<OpId> deps) {
+                  int64_t bytes, DType dtype, const std::vector<OpId>& deps) {
     Op o = base(name, layer, pass, stream);
     o.kind = OpKind::kCollective;
     o.collective = kind;
@@ -250,7 +298,14 @@ class StageLowering {
       last = collective(CollectiveKind::kAllGather, kExpertDpAxis, kGather, "fsdp expert all-gather", unit_layer(unit),
                         pass, unit_expert_params(unit) * kAct, DType::kBf16, {after});
     }
+    // The unit's gathered parameters live until its forward (or backward)
+    // ends (reshard after forward).
+    if (last != kNone) b_.memory(last, MemKind::kParams, Bytes(gathered_bytes(unit)), Bytes(0));
     return last;
+  }
+  /// Bytes of a unit's gathered parameters (bf16, its experts included).
+  int64_t gathered_bytes(int64_t unit) const {
+    return (unit_params(unit) + (expert_shards_ > 1 ? unit_expert_params(unit) : 0)) * kAct;
   }
 
   // ---- layers ----------------------------------------------------------------------
@@ -264,108 +319,76 @@ class StageLowering {
     o.flops = Flops(5.0 * static_cast<double>(Ts_ * h_));
     o.bytes_read = Bytes(pass == Pass::kBackward ? 2 * bytes : bytes);
     o.bytes_written = Bytes(bytes);
+    o.mem_transient = o.bytes_read + o.bytes_written;
     return o;
   }
-  OpId act_op(int32_t layer, Pass pass, OpId dep) {
+  OpId act_op(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
     const int64_t e = T_ * f_;
     const bool swiglu = m_.mlp == MlpKind::kSwiglu;
     const std::string_view name = swiglu ? "swiglu" : "gelu";
     if (pass != Pass::kBackward) {
-      return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 2 : 1) * e * kAct, e * kAct, 8, {dep});
+      return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 2 : 1) * e * kAct, e * kAct, 8, deps);
     }
     return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 3 : 2) * e * kAct,
-                 (swiglu ? 2 : 1) * e * kAct, 12, {dep});
+                 (swiglu ? 2 : 1) * e * kAct, 12, deps);
   }
-  /// Share of the QKV projection that is model work: when tp exceeds
+  /// Share of a projection's work that is model work: when tp exceeds
   /// kv_heads each rank computes a whole (replicated) KV head.
+  double kv_model_fraction() const {
+    return static_cast<double>(m_.kv_heads * d_) / static_cast<double>(t_) / static_cast<double>(kv_ * d_);
+  }
   double qkv_model_fraction() const {
     const double model =
         static_cast<double>(a_ * d_) + 2.0 * static_cast<double>(m_.kv_heads * d_) / static_cast<double>(t_);
     return model / static_cast<double>((a_ + 2 * kv_) * d_);
   }
 
-  /// One layer's forward (pass kForward) or its recomputation before the
-  /// backward (kRecompute). Returns the last op.
-  OpId layer_forward(int32_t L, Pass pass, std::initializer_list<OpId> deps) {
-    OpId x = b_.add(norm_op("attn norm", L, pass), deps);
-    x = column_parallel_in("attn all-gather", L, pass, x);
-    x = matmul("qkv", L, pass, T_, (a_ + 2 * kv_) * d_, h_, {x}, qkv_model_fraction());
-    if (m_.position == PositionKind::kRope) {
-      const int64_t e = T_ * (a_ + kv_) * d_;
-      x = memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, {x});
-    }
-    x = attention(L, pass, x);
-    x = matmul("attn out", L, pass, T_, h_, a_ * d_, {x});
-    x = row_parallel_out("attn all-reduce", L, pass, x);
-    x = residual(L, pass, x);
-    x = b_.add(norm_op("mlp norm", L, pass), {x});
-    if (m_.is_moe_layer(L)) return residual(L, pass, moe_forward(L, pass, x));
-    x = column_parallel_in("mlp all-gather", L, pass, x);
-    x = matmul("mlp up", L, pass, T_, up_n_, h_, {x});
-    x = act_op(L, pass, x);
-    x = matmul("mlp down", L, pass, T_, h_, f_, {x});
-    x = row_parallel_out("mlp all-reduce", L, pass, x);
-    return residual(L, pass, x);
+  // ---- the layer as a graph (layer_graph.h) ------------------------------------------
+  /// Op ids of a layer's nodes in one pass (kNone where not emitted).
+  struct LayerOps {
+    std::array<OpId, kNodes> op;
+    LayerOps() { op.fill(kNone); }
+    OpId operator[](Node n) const { return op[idx(n)]; }
+  };
+  const LayerGraph& graph(int32_t L) const { return m_.is_moe_layer(L) ? *moe_graph_ : *dense_graph_; }
+  const RecomputePlan& recompute_plan(int32_t L) const { return m_.is_moe_layer(L) ? moe_plan_ : dense_plan_; }
+  /// Emits node `n` of layer L (the dense nodes here, attention in
+  /// lower_attention.cc, the MoE nodes in lower_moe.cc); returns its last op.
+  OpId emit_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps);
+  /// Emits the nodes of `emit`, in forward order, for the forward pass or
+  /// its recomputation. `in`: the op that made the layer's input (forward)
+  /// or that starts its backward (recomputation); `weights`: its FSDP
+  /// gather. Kept outputs are charged to memory until the layer's backward
+  /// ends. Returns the last node's op.
+  OpId emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId in, OpId weights, LayerOps& ops);
+  OpId layer_forward(int32_t L, OpId in, OpId weights) {
+    LayerOps ops;
+    return emit_layer(L, Pass::kForward, graph(L).present_nodes(), in, weights, ops);
   }
+  /// One layer's backward from the gradient at its output (`cur`). Returns
+  /// the last op and sets `wgrad` to its last weight-gradient op.
+  OpId layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgrad);
+  /// The dense MLP's backward (from the gradient at its output); returns the
+  /// gradient at its input and sets wgrad.
+  OpId mlp_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad);
 
   /// Residual add (with dropout: Megatron's fused bias-dropout-add, which
   /// also writes a 1-byte mask).
-  OpId residual(int32_t L, Pass pass, OpId x) {
+  OpId residual(int32_t L, Pass pass, const std::vector<OpId>& deps) {
     const int64_t e = Ts_ * h_;
     const int64_t mask = m_.dropout ? e : 0;
     return memop(ComputeKind::kElementwise, m_.dropout ? "bias-dropout-add" : "residual", L, pass, e, 2 * e * kAct,
-                 e * kAct + mask, 2, {x});
-  }
-
-  /// One layer's backward from the gradient at its output (`cur`). Returns
-  /// the last op and sets `wgrad` to its last weight-gradient op.
-  OpId layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgrad) {
-    OpId recomputed = kNone;
-    if (p_.recompute == Recompute::kFull) recomputed = layer_forward(L, Pass::kRecompute, {cur, weights});
-    // MLP block.
-    OpId x, dg, wg;
-    if (m_.is_moe_layer(L)) {
-      x = moe_backward(L, cur, weights, recomputed, wg);
-      x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
-    } else {
-      x = row_parallel_grad("mlp grad all-gather", L, cur);
-      dg = matmul("mlp down dgrad", L, Pass::kBackward, T_, f_, h_, {x, weights, recomputed});
-      matmul("mlp down wgrad", L, Pass::kBackward, f_, h_, T_, {x});
-      x = act_op(L, Pass::kBackward, dg);
-      dg = matmul("mlp up dgrad", L, Pass::kBackward, T_, h_, up_n_, {x});
-      wg = matmul("mlp up wgrad", L, Pass::kBackward, h_, up_n_, T_, {x});
-      x = column_parallel_grad("mlp grad all-reduce", L, dg, wg);
-      x = b_.add(norm_op("mlp norm", L, Pass::kBackward), {x, wg});
-    }
-    x = residual(L, Pass::kBackward, x);
-    // Attention block.
-    x = row_parallel_grad("attn grad all-gather", L, x);
-    dg = matmul("attn out dgrad", L, Pass::kBackward, T_, a_ * d_, h_, {x});
-    matmul("attn out wgrad", L, Pass::kBackward, a_ * d_, h_, T_, {x});
-    // Selective recomputation re-runs the attention core (Korthikanti et al.).
-    if (p_.recompute == Recompute::kSelective) dg = attention(L, Pass::kRecompute, dg);
-    x = attention(L, Pass::kBackward, dg);
-    if (m_.position == PositionKind::kRope) {
-      const int64_t e = T_ * (a_ + kv_) * d_;
-      x = memop(ComputeKind::kElementwise, "rope", L, Pass::kBackward, e, e * kAct, e * kAct, 6, {x});
-    }
-    const int64_t qkv_n = (a_ + 2 * kv_) * d_;
-    dg = matmul("qkv dgrad", L, Pass::kBackward, T_, h_, qkv_n, {x}, qkv_model_fraction());
-    wg = matmul("qkv wgrad", L, Pass::kBackward, h_, qkv_n, T_, {x}, qkv_model_fraction());
-    x = column_parallel_grad("attn grad all-reduce", L, dg, wg);
-    x = b_.add(norm_op("attn norm", L, Pass::kBackward), {x, wg});
-    wgrad = wg;
-    return residual(L, Pass::kBackward, x);
+                 e * kAct + mask, 2, deps);
   }
 
   // Mixture of experts (lower_moe.cc).
   int64_t moe_slots() const;
   int64_t slots_per_expert() const;
   OpId experts_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
-                      std::initializer_list<OpId> deps);
-  OpId all_to_all(std::string_view name, int32_t L, Pass pass, OpId dep);
-  OpId moe_forward(int32_t L, Pass pass, OpId x);
-  OpId moe_backward(int32_t L, OpId cur, OpId weights, OpId recomputed, OpId& wgrad);
+                      const std::vector<OpId>& deps, Operands operands = Operands::kWeights);
+  OpId all_to_all(std::string_view name, int32_t L, Pass pass, const std::vector<OpId>& deps);
+  OpId moe_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps);
+  OpId moe_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad);
   // Chunks, gradient reduction and the optimizer (stage_lowering.cc).
   /// A gradient bucket of one parameter group (dense, or experts, which are
   /// replicated over fewer ranks).
@@ -410,6 +433,8 @@ class StageLowering {
   int32_t mb_ = 0;
   std::vector<std::vector<OpId>> fwd_end_;  // [chunk][microbatch]
   Bucket dense_, expert_;
+  std::unique_ptr<LayerGraph> dense_graph_, moe_graph_;
+  RecomputePlan dense_plan_, moe_plan_;
   bool record_buckets_ = false;  // flushed buckets feed the ZeRO-1/2 parameter all-gathers
 };
 

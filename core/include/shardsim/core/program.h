@@ -79,6 +79,29 @@ struct Op {
   MeshAxis peer_axis = MeshAxis::kPp;
   /// Launched as part of a captured CUDA graph: no per-op launch overhead.
   bool graphed = false;
+  /// Device memory the op holds only while it runs (its working set); what
+  /// outlives an op is a MemoryEvent of its program.
+  Bytes mem_transient{0};
+};
+
+/// What a memory event holds.
+enum class MemKind : uint8_t {
+  kActivation,  ///< a layer's tensors kept from its forward to its backward
+  kRecomputed,  ///< tensors a recomputation holds during a layer's backward
+  kHead,        ///< the embedding's and the head's kept tensors (logits)
+  kParams,      ///< gathered (unsharded) parameters
+};
+inline constexpr int kMemKinds = 4;
+std::string_view to_string(MemKind k);
+
+/// Device memory that outlives an op: `alloc` bytes of `kind` taken when op
+/// starts, `free` bytes released when it ends (workloads/memory.h walks
+/// them in program order).
+struct MemoryEvent {
+  OpId op = 0;
+  MemKind kind = MemKind::kActivation;
+  int64_t alloc = 0;
+  int64_t free = 0;
 };
 
 /// An immutable per-device program. Dependencies and successors are stored as
@@ -96,6 +119,8 @@ class Program {
     return {succs_.data() + succ_begin_[id], succs_.data() + succ_begin_[id + 1]};
   }
   std::string_view name(const Op& op) const { return names_[op.name]; }
+  /// Memory events, ordered by op.
+  const std::vector<MemoryEvent>& memory_events() const { return memory_; }
   const std::vector<std::string>& stream_names() const { return stream_names_; }
   size_t num_streams() const { return stream_names_.size(); }
 
@@ -111,6 +136,7 @@ class Program {
   std::vector<OpId> succs_;
   std::vector<std::string> names_;
   std::vector<std::string> stream_names_;
+  std::vector<MemoryEvent> memory_;
 };
 
 /// Builds a Program. add() makes each op depend on the previous op of its
@@ -130,6 +156,12 @@ class ProgramBuilder {
   /// are skipped) and on the previous op of its stream. Returns its id.
   OpId add(Op op, std::initializer_list<OpId> deps = {});
   OpId add(Op op, std::span<const OpId> deps);
+  /// An op already added, to annotate it (its working set); its stream and
+  /// dependencies are fixed.
+  Op& op(OpId id) { return p_.ops_[id]; }
+  /// Records memory that op `id` takes when it starts (`alloc`) and releases
+  /// when it ends (`free`).
+  void memory(OpId id, MemKind kind, Bytes alloc, Bytes free);
   /// The last op added on a stream, if any.
   bool has_last(StreamId s) const { return s < last_on_stream_.size() && last_on_stream_[s] != kNone; }
   OpId last(StreamId s) const { return last_on_stream_[s]; }

@@ -1,20 +1,40 @@
 // Per-device memory at the peak of a training step.
 #pragma once
 
+#include "shardsim/core/program.h"
 #include "shardsim/core/step_report.h"
 #include "shardsim/workloads/scenario.h"
 
 namespace shardsim {
 
 /// Parameters, gradients, optimizer state, activations of the microbatches in
-/// flight, logits and communication buffers on the pipeline stage whose
-/// total is largest (see memory.cc for the formulas and their sources).
+/// flight, logits, gathered FSDP parameters and communication buffers on the
+/// pipeline stage whose total is largest, estimated from the layer graph and
+/// the pipeline schedule without lowering the step (for the plan search; see
+/// memory.cc for the formulas and their sources).
 MemoryReport training_memory(const Scenario& s);
+/// The same from the lowered step: each stage's program walked in order
+/// (its MemoryEvents and each op's working set), so activations, the head,
+/// gathered parameters and the working set are what the program holds at
+/// its peak.
+MemoryReport training_memory(const Scenario& s, const ProgramSet& programs);
+
+/// A stage program's memory at its high-water mark (resident state aside).
+struct ProgramMemory {
+  int64_t peak = 0;
+  int64_t activations = 0;      ///< kept by layers (and their recomputation)
+  int64_t head = 0;             ///< kept by the embedding and the head (logits)
+  int64_t gathered_params = 0;  ///< FSDP units gathered
+  int64_t working_set = 0;      ///< of the op running at the peak, and what a recomputation holds
+  int64_t max_activations = 0;  ///< the most layer activations held at any point
+};
+ProgramMemory walk_program_memory(const Program& program);
 /// Weights, KV cache, activations and logits of an inference step (see
 /// memory.cc).
 MemoryReport inference_memory(const Scenario& s);
-/// training_memory or inference_memory, by the plan's phase.
-MemoryReport step_memory(const Scenario& s);
+/// training_memory (from `programs` when given) or inference_memory, by the
+/// plan's phase.
+MemoryReport step_memory(const Scenario& s, const ProgramSet* programs = nullptr);
 
 /// Bytes of activations one layer keeps for its backward, per microbatch, on
 /// one device, for the plan's recomputation mode (`moe_layer`: a

@@ -81,11 +81,11 @@ ParamCount count_params(const ModelSpec& m);
 /// router, shared experts and norms replicated). One source for the lowering
 /// and the memory model.
 struct DeviceParams {
-  int64_t dense_layer = 0;         ///< a layer with a dense MLP
+  int64_t dense_layer = 0;           ///< a layer with a dense MLP
   int64_t moe_layer_replicated = 0;  ///< an MoE layer's attention, norms, router, shared experts
-  int64_t moe_layer_experts = 0;   ///< an MoE layer's local routed experts
-  int64_t embedding = 0;           ///< embedding rows (0 when tied) and learned positions
-  int64_t head = 0;                ///< unembedding rows and the final norm
+  int64_t moe_layer_experts = 0;     ///< an MoE layer's local routed experts
+  int64_t embedding = 0;             ///< embedding rows (0 when tied) and learned positions
+  int64_t head = 0;                  ///< unembedding rows and the final norm
 };
 DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t seq_len);
 

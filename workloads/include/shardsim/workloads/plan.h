@@ -12,7 +12,29 @@
 
 namespace shardsim {
 
-enum class Recompute : uint8_t { kNone, kSelective, kFull };
+/// What each layer keeps for its backward pass; what it does not keep but
+/// needs is recomputed just before its backward (docs/model.md,
+/// "Recomputation").
+enum class Recompute : uint8_t {
+  kNone,       ///< keep everything the backward reads
+  kSelective,  ///< re-run the attention core (Korthikanti et al. 2022; Megatron's "selective")
+  kFull,       ///< keep each layer's input only and re-run the layer
+  kSaveDots,   ///< keep matmul and attention outputs (JAX dots_with_no_batch_dims_saveable, MaxText "minimal")
+  kSaveQkv,    ///< keep the q, k, v projections (MaxText "save_qkv_proj")
+  kOpSac,      ///< torchtitan's per-op selective checkpointing: attention and every other matmul output
+  kCustom,     ///< keep the tensors named in Plan::recompute_keep (MaxText "custom")
+};
+/// The software stack that runs the step: it selects how the stack lowers
+/// and schedules the step and what it holds in memory (docs/model.md,
+/// "Frameworks"); every knob it sets stays overridable in the plan.
+enum class Framework : uint8_t {
+  kGeneric,       ///< no stack-specific behaviour (shardsim's defaults before frameworks)
+  kMegatron2021,  ///< Megatron-LM of 2021-2022 (the SC'21 and Korthikanti et al. runs)
+  kMegatronCore,  ///< Megatron-Core with Transformer Engine (NeMo, 2024-2025)
+  kTorchtitan,    ///< PyTorch FSDP2 / DTensor as torchtitan runs it
+  kMaxtext,       ///< JAX/XLA (MaxText, Paxml)
+  kDeepspeed,     ///< Megatron-DeepSpeed
+};
 /// What one step does: a training step, or an inference prefill (a batch of
 /// prompts) or decode step (one new token for each sequence of a batch).
 enum class Phase : uint8_t { kTrain, kPrefill, kDecode };
@@ -28,6 +50,14 @@ struct Plan {
   int64_t seq_len = 2048;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
+  /// recompute "custom": the tensors kept, by name (docs/scenario.md).
+  std::vector<std::string> recompute_keep;
+  Framework framework = Framework::kGeneric;
+  /// The q, k, v projections run as one GEMM (Megatron's linear_qkv); false:
+  /// three (torchtitan's wq, wk, wv; MaxText's query, key, value).
+  bool fused_qkv = true;
+  /// SwiGLU's gate and up projections run as one GEMM (Megatron's fc1).
+  bool fused_gate_up = true;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaving)
   /// Layers of each model chunk in pipeline order (pp·virtual_stages

@@ -67,11 +67,11 @@ struct LengthDistribution {
 struct ServingSpec {
   bool present = false;
   int64_t requests = 1000;
-  double rate_per_s = 1;     ///< Poisson arrival rate, all replicas together
+  double rate_per_s = 1;  ///< Poisson arrival rate, all replicas together
   uint64_t seed = 1;
   LengthDistribution prompt, output;
-  std::string trace_file;    ///< JSON array of {arrival_s, prompt_tokens, output_tokens}; replaces the generator
-  int64_t max_batch = 256;            ///< sequences per iteration (vLLM max_num_seqs)
+  std::string trace_file;   ///< JSON array of {arrival_s, prompt_tokens, output_tokens}; replaces the generator
+  int64_t max_batch = 256;  ///< sequences per iteration (vLLM max_num_seqs)
   int64_t max_batched_tokens = 8192;  ///< tokens per iteration (vLLM max_num_batched_tokens)
   int64_t block_tokens = 16;          ///< tokens per KV block (vLLM block_size)
   double kv_memory_fraction = 0.9;    ///< of HBM usable for weights + KV (vLLM gpu_memory_utilization)

@@ -1,0 +1,177 @@
+// Recomputation policies on the lowered program: which forward ops run again
+// before a layer's backward under each framework's semantics, what they cost
+// in FLOPs, and the activation memory the program walk finds against the
+// closed forms (Korthikanti et al. 2022) and the schedule walk.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/memory.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+const char* kLlama = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+    "plan": {"dp": 16, "tp": 4, "global_batch": 16, "seq_len": 2048}})";
+
+/// Names of the recomputed ops of layer 3, microbatch 0, with their counts.
+std::map<std::string, int> recomputed(const Scenario& s) {
+  const Program p = std::move(lower_training_step(s).stages[0]);
+  std::map<std::string, int> out;
+  for (const Op& o : p.ops()) {
+    if (o.pass == Pass::kRecompute && o.layer == 3 && o.microbatch == 0) ++out[std::string(p.name(o))];
+  }
+  return out;
+}
+
+TEST(Recompute, NoneRerunsOnlyTheSequenceParallelGathers) {
+  // Megatron keeps the sharded norm outputs and all-gathers them again for
+  // the weight gradients (Korthikanti et al. 2022, section 4.2.2).
+  EXPECT_TRUE(recomputed(testing::scenario(kLlama)).empty());
+  const auto sp = recomputed(testing::scenario(kLlama, {{"plan.sequence_parallel", "true"}}));
+  EXPECT_EQ(sp, (std::map<std::string, int>{{"attn all-gather", 1}, {"mlp all-gather", 1}}));
+  // A framework that keeps the gathered tensor does not.
+  EXPECT_TRUE(
+      recomputed(testing::scenario(kLlama, {{"plan.sequence_parallel", "true"}, {"plan.framework", "torchtitan"}}))
+          .empty());
+}
+
+TEST(Recompute, FullRerunsTheWholeLayer) {
+  const Scenario s = testing::scenario(kLlama, {{"plan.recompute", "full"}});
+  const Program p = std::move(lower_training_step(s).stages[0]);
+  int forward = 0, again = 0;
+  for (const Op& o : p.ops()) {
+    if (o.layer != 3 || o.microbatch != 0) continue;
+    forward += o.pass == Pass::kForward;
+    again += o.pass == Pass::kRecompute;
+  }
+  EXPECT_EQ(again, forward);
+}
+
+TEST(Recompute, SelectiveRerunsTheAttentionCore) {
+  const auto unfused = recomputed(testing::scenario(
+      kLlama, {{"plan.recompute", "selective"}, {"plan.attention", "unfused"}, {"model.dropout", "true"}}));
+  EXPECT_EQ(unfused, (std::map<std::string, int>{
+                         {"attn scores", 1}, {"attn softmax", 1}, {"attn dropout", 1}, {"attn values", 1}}));
+  // With flash attention Megatron still checkpoints the core: it re-runs.
+  EXPECT_EQ(recomputed(testing::scenario(kLlama, {{"plan.recompute", "selective"}})),
+            (std::map<std::string, int>{{"attention", 1}}));
+}
+
+TEST(Recompute, TorchtitanOpSacRerunsTheUnkeptMatmulsAndTheElementwiseOps) {
+  // torchtitan keeps attention and the 1st, 3rd, 5th and 7th matmul outputs
+  // (wq, wv, w1, w2); PyTorch re-runs the block from its start up to the
+  // last tensor the backward needs, skipping what was kept.
+  const auto r = recomputed(testing::scenario(kLlama, {{"plan.recompute", "op_sac"},
+                                                       {"plan.framework", "torchtitan"},
+                                                       {"plan.tp", "1"},
+                                                       {"plan.dp", "64"},
+                                                       {"plan.global_batch", "64"}}));
+  EXPECT_EQ(r, (std::map<std::string, int>{{"attn norm", 1},
+                                           {"k proj", 1},
+                                           {"rope", 1},
+                                           {"attn out", 1},
+                                           {"residual", 1},
+                                           {"mlp norm", 1},
+                                           {"mlp up", 1},
+                                           {"swiglu", 1}}));
+}
+
+TEST(Recompute, JaxClosureRerunsOnlyWhatIsNeeded) {
+  // Keeping every matmul output leaves norms, rope and the activation to
+  // re-run; XLA drops recomputation nothing reads (the last residual).
+  const auto r = recomputed(testing::scenario(kLlama, {{"plan.recompute", "save_dots"},
+                                                       {"plan.framework", "maxtext"},
+                                                       {"plan.tp", "1"},
+                                                       {"plan.dp", "64"},
+                                                       {"plan.global_batch", "64"}}));
+  EXPECT_EQ(
+      r, (std::map<std::string, int>{{"attn norm", 1}, {"rope", 1}, {"residual", 1}, {"mlp norm", 1}, {"swiglu", 1}}));
+  // Keeping only q, k, v re-runs the rest of the layer but not them.
+  const auto qkv = recomputed(testing::scenario(kLlama, {{"plan.recompute", "save_qkv_proj"},
+                                                         {"plan.framework", "maxtext"},
+                                                         {"plan.tp", "1"},
+                                                         {"plan.dp", "64"},
+                                                         {"plan.global_batch", "64"}}));
+  EXPECT_EQ(qkv.count("q proj"), 0u);
+  EXPECT_EQ(qkv.count("attention"), 1u);
+  EXPECT_EQ(qkv.count("mlp down"), 0u);  // nothing reads its output in backward
+  EXPECT_EQ(qkv.count("mlp gate"), 1u);
+}
+
+TEST(Recompute, ExecutedFlopsAddTheRecomputedForward) {
+  // Full recomputation repeats every forward matmul and attention: executed
+  // FLOPs are 4/3 of the model FLOPs (the padded vocabulary aside: the
+  // head is not recomputed).
+  auto executed_over_model = [](const Scenario& s) {
+    double model = 0, executed = 0;
+    for (const Program& p : lower_training_step(s).stages) {
+      for (const Op& o : p.ops()) {
+        model += o.model_flops.value();
+        if (o.kind == OpKind::kCompute && (o.compute == ComputeKind::kMatmul || o.compute == ComputeKind::kAttention)) {
+          executed += o.flops.value();
+        }
+      }
+    }
+    return executed / model;
+  };
+  const double none = executed_over_model(testing::scenario(kLlama));
+  const double full = executed_over_model(testing::scenario(kLlama, {{"plan.recompute", "full"}}));
+  EXPECT_NEAR(full, none + 1.0 / 3.0 * (1.0 - 0.07), 0.03);
+  const double sac =
+      executed_over_model(testing::scenario(kLlama, {{"plan.recompute", "op_sac"}, {"plan.framework", "torchtitan"}}));
+  EXPECT_GT(sac, none);
+  EXPECT_LT(sac, full);
+}
+
+/// The program walk's most activations held at once against the schedule
+/// walk over the layer graph's kept bytes (two independent accountings);
+/// the estimate adds one layer's recomputation on top.
+void expect_walk_matches_estimate(const std::string& json, const std::vector<Override>& sets) {
+  const Scenario s = testing::scenario(json, sets);
+  const ProgramSet ps = lower_training_step(s);
+  int64_t act = 0;
+  for (const auto& c : training_memory(s).components) {
+    if (c.name == "activations") act = c.bytes;
+  }
+  int64_t walked = 0;
+  for (const Program& p : ps.stages) walked = std::max(walked, walk_program_memory(p).max_activations);
+  EXPECT_LE(walked, act) << json;
+  EXPECT_GE(walked, act - act / 10) << json;
+}
+
+TEST(Memory, ProgramWalkMatchesTheScheduleEstimate) {
+  const std::string pp = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 4, "tp": 4, "pp": 4, "global_batch": 32, "seq_len": 2048, "sequence_parallel": true,
+               "schedule": "interleaved", "virtual_stages": 2}})";
+  expect_walk_matches_estimate(pp, {});
+  expect_walk_matches_estimate(pp, {{"plan.recompute", "selective"}});
+  expect_walk_matches_estimate(pp, {{"plan.schedule", "\"1f1b\""}, {"plan.virtual_stages", "1"}});
+  expect_walk_matches_estimate(pp, {{"plan.schedule", "\"gpipe\""}, {"plan.virtual_stages", "1"}});
+  expect_walk_matches_estimate(R"({"model": "mixtral-8x7b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 16, "tp": 2, "pp": 2, "ep": 8, "global_batch": 32, "seq_len": 4096, "sequence_parallel": true}})",
+                               {});
+}
+
+TEST(Memory, ProgramWalkKeepsExactlyTheScheduleInFlight) {
+  // Without recomputation the estimate is the schedule walk of kept bytes
+  // alone, so the program walk must equal it exactly.
+  const Scenario s = testing::scenario(R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 4, "tp": 4, "pp": 4, "global_batch": 32, "seq_len": 2048,
+               "schedule": "interleaved", "virtual_stages": 2}})");
+  const ProgramSet ps = lower_training_step(s);
+  int64_t walked = 0;
+  for (const Program& p : ps.stages) walked = std::max(walked, walk_program_memory(p).max_activations);
+  int64_t act = 0;
+  for (const auto& c : training_memory(s).components) {
+    if (c.name == "activations") act = c.bytes;
+  }
+  EXPECT_EQ(walked, act);
+}
+
+}  // namespace
+}  // namespace shardsim

@@ -1,0 +1,26 @@
+// Software stacks: what a framework does by default when it runs a training
+// step (docs/model.md, "Frameworks"). A plan names its framework; the
+// framework's defaults fill every stack knob the plan leaves out.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "shardsim/workloads/plan.h"
+
+namespace shardsim {
+
+std::string_view to_string(Framework f);
+/// A recomputation policy as a plan names it ("none", "op_sac", ...).
+std::string_view to_string(Recompute r);
+/// The framework a plan's "framework" value names, or nullopt.
+std::optional<Framework> framework_named(std::string_view name);
+/// Every framework, in the order the docs list them.
+std::span<const Framework> all_frameworks();
+
+/// A training plan whose stack knobs hold `f`'s defaults (the parallel
+/// sizes and the batch are left at Plan's defaults).
+Plan framework_defaults(Framework f);
+
+}  // namespace shardsim

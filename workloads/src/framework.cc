@@ -1,0 +1,101 @@
+// Framework defaults. Each value is the framework's own default or the
+// behaviour of its code at the versions the docs name; sources are cited
+// beside each, and docs/model.md ("Frameworks") tabulates them.
+#include "shardsim/workloads/framework.h"
+
+#include <array>
+
+namespace shardsim {
+namespace {
+
+constexpr std::array<Framework, 6> kAll = {Framework::kGeneric,    Framework::kMegatron2021, Framework::kMegatronCore,
+                                           Framework::kTorchtitan, Framework::kMaxtext,      Framework::kDeepspeed};
+
+}  // namespace
+
+std::string_view to_string(Framework f) {
+  switch (f) {
+    case Framework::kGeneric:
+      return "generic";
+    case Framework::kMegatron2021:
+      return "megatron-2021";
+    case Framework::kMegatronCore:
+      return "megatron-core";
+    case Framework::kTorchtitan:
+      return "torchtitan";
+    case Framework::kMaxtext:
+      return "maxtext";
+    case Framework::kDeepspeed:
+      return "deepspeed";
+  }
+  return "?";
+}
+
+std::string_view to_string(Recompute r) {
+  switch (r) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+    case Recompute::kSaveDots:
+      return "save_dots";
+    case Recompute::kSaveQkv:
+      return "save_qkv_proj";
+    case Recompute::kOpSac:
+      return "op_sac";
+    case Recompute::kCustom:
+      return "custom";
+  }
+  return "?";
+}
+
+std::optional<Framework> framework_named(std::string_view name) {
+  for (Framework f : kAll) {
+    if (to_string(f) == name) return f;
+  }
+  return std::nullopt;
+}
+
+std::span<const Framework> all_frameworks() {
+  return kAll;
+}
+
+Plan framework_defaults(Framework f) {
+  Plan p;
+  p.framework = f;
+  switch (f) {
+    case Framework::kGeneric:
+      break;
+    case Framework::kMegatron2021:
+      // Megatron-LM of 2021-2022 (Narayanan et al. 2021; Korthikanti et al.
+      // 2022): unfused attention (softmax and dropout through HBM),
+      // pipeline p2p that blocks the compute stream and splits boundary
+      // activations over tp (scatter/gather), the tp all-reduce of an input
+      // gradient after its weight gradient, no gradient-accumulation fusion.
+      p.fused_attention = false;
+      p.p2p_blocking = true;
+      p.p2p_scatter_gather = true;
+      p.tp_grad_overlap = false;
+      p.grad_accumulation_fusion = false;
+      break;
+    case Framework::kMegatronCore:
+      break;
+    case Framework::kTorchtitan:
+      // Separate wq, wk, wv and w1, w3 linears (torchtitan models/llama).
+      p.fused_qkv = false;
+      p.fused_gate_up = false;
+      break;
+    case Framework::kMaxtext:
+      // Separate query, key, value and wi_0, wi_1 projections (MaxText layers).
+      p.fused_qkv = false;
+      p.fused_gate_up = false;
+      break;
+    case Framework::kDeepspeed:
+      break;
+  }
+  return p;
+}
+
+}  // namespace shardsim

@@ -1,0 +1,297 @@
+// One Transformer layer of a training step: its forward nodes (layer_graph.h),
+// what the plan's recomputation policy keeps of them and re-runs, and its
+// backward.
+#include "stage_lowering.h"
+
+namespace shardsim::detail {
+
+LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe) {
+  const LayerShape sh(m, p);
+  LayerConfig c;
+  c.tp = p.tp > 1;
+  c.sequence_parallel = p.sequence_parallel;
+  c.rope = m.position == PositionKind::kRope;
+  c.unfused_attention = !p.fused_attention && p.cp == 1;  // ring attention runs flash-style blocks
+  c.dropout = m.dropout;
+  c.swiglu = m.mlp == MlpKind::kSwiglu;
+  c.moe = moe;
+  c.expert_parallel = p.ep > 1;
+  c.shared_experts = m.moe.shared_experts > 0;
+  c.fused_qkv = p.fused_qkv;
+  c.fused_gate_up = p.fused_gate_up;
+  // Output bytes per microbatch on this device (bf16 activations; 1-byte
+  // dropout masks; fp32 log-sum-exp of flash attention), after Korthikanti
+  // et al. 2022, section 4: a GPT layer with dropout keeps 34·s·b·h (+
+  // 5·a·s²·b unfused) without tensor parallelism.
+  auto& b = c.bytes;
+  auto set = [&](Node n, int64_t v) { b[idx(n)] = v; };
+  const int64_t T = sh.T, Ts = sh.Ts, h = m.hidden, a = sh.a, kv = sh.kv, d = m.head_dim, f = sh.f;
+  const int64_t mask = m.dropout ? Ts * h : 0;
+  const int64_t scores = p.microbatch_size * a * p.seq_len * p.seq_len;
+  set(Node::kIn, Ts * h * kAct);
+  set(Node::kLn1, Ts * h * kAct);
+  set(Node::kAg1, T * h * kAct);
+  set(Node::kQ, T * a * d * kAct);
+  set(Node::kK, T * kv * d * kAct);
+  set(Node::kV, T * kv * d * kAct);
+  set(Node::kRope, T * (a + kv) * d * kAct);
+  set(Node::kScores, scores * kAct);
+  set(Node::kSoftmax, scores * kAct);
+  set(Node::kDropout, scores * (kAct + 1));
+  set(Node::kAttn, T * a * d * kAct + (c.unfused_attention ? 0 : T * a * 4));
+  set(Node::kProj, T * h * kAct);
+  set(Node::kRs1, Ts * h * kAct);
+  set(Node::kRes1, Ts * h * kAct + mask);
+  set(Node::kLn2, Ts * h * kAct);
+  set(Node::kAg2, T * h * kAct);
+  set(Node::kGate, T * f * kAct);
+  set(Node::kUp, T * f * kAct);
+  set(Node::kAct, T * f * kAct);
+  set(Node::kDown, T * h * kAct);
+  set(Node::kRs2, Ts * h * kAct);
+  set(Node::kRes2, mask);
+  if (moe) {
+    const int64_t slots = sh.moe_slots(m), fe = m.moe.expert_ffn_hidden, fs = m.moe.shared_experts * fe;
+    set(Node::kRouter, Ts * m.moe.experts * kAct);
+    set(Node::kTopk, Ts * m.moe.experts * kAct);
+    set(Node::kPermute, slots * h * kAct);
+    set(Node::kDispatch, slots * h * kAct);
+    set(Node::kEUp, 2 * slots * fe * kAct);
+    set(Node::kEAct, slots * fe * kAct);
+    set(Node::kEDown, slots * h * kAct);
+    set(Node::kCombine, slots * h * kAct);
+    set(Node::kUnpermute, Ts * h * kAct);
+    set(Node::kSUp, 2 * Ts * fs * kAct);
+    set(Node::kSAct, Ts * fs * kAct);
+    set(Node::kSDown, Ts * h * kAct);
+  }
+  return c;
+}
+
+RecomputeSpec recompute_spec(const Plan& p) {
+  RecomputeSpec r;
+  using P = RecomputeSpec::Policy;
+  switch (p.recompute) {
+    case Recompute::kNone:
+      r.policy = P::kNone;
+      break;
+    case Recompute::kSelective:
+      r.policy = P::kSelective;
+      break;
+    case Recompute::kFull:
+      r.policy = P::kFull;
+      break;
+    case Recompute::kSaveDots:
+      r.policy = P::kSaveDots;
+      break;
+    case Recompute::kSaveQkv:
+      r.policy = P::kSaveQkv;
+      break;
+    case Recompute::kOpSac:
+      r.policy = P::kOpSac;
+      break;
+    case Recompute::kCustom:
+      r.policy = P::kCustom;
+      for (const std::string& name : p.recompute_keep) {
+        if (const auto s = nodes_named(name)) r.custom |= *s;
+      }
+      break;
+  }
+  switch (p.framework) {
+    case Framework::kTorchtitan:
+      r.mode = RecomputeMode::kPrefix;
+      r.sp_regather = false;
+      break;
+    case Framework::kMaxtext:
+      r.mode = RecomputeMode::kClosure;
+      r.sp_regather = false;
+      break;
+    case Framework::kGeneric:
+    case Framework::kMegatron2021:
+    case Framework::kMegatronCore:
+    case Framework::kDeepspeed:
+      r.mode = RecomputeMode::kRegion;
+      r.sp_regather = true;
+      break;
+  }
+  return r;
+}
+
+OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
+  const bool fused_qkv = graph(L).fused_with(Node::kQ).count() > 1;
+  const bool fused_up = graph(L).fused_with(Node::kGate).count() > 1;
+  switch (n) {
+    case Node::kLn1:
+      return b_.add(norm_op("attn norm", L, pass), deps);
+    case Node::kAg1:
+      return collective(CollectiveKind::kAllGather, kTpAxis, kTpS, "attn all-gather", L, pass, T_ * h_ * kAct,
+                        DType::kBf16, deps);
+    case Node::kQ:
+      if (fused_qkv) return matmul("qkv", L, pass, T_, (a_ + 2 * kv_) * d_, h_, deps, qkv_model_fraction());
+      return matmul("q proj", L, pass, T_, a_ * d_, h_, deps);
+    case Node::kK:
+      return matmul("k proj", L, pass, T_, kv_ * d_, h_, deps, kv_model_fraction());
+    case Node::kV:
+      return matmul("v proj", L, pass, T_, kv_ * d_, h_, deps, kv_model_fraction());
+    case Node::kRope: {
+      const int64_t e = T_ * (a_ + kv_) * d_;
+      return memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, deps);
+    }
+    case Node::kScores:
+    case Node::kSoftmax:
+    case Node::kDropout:
+    case Node::kAttn:
+      return attention_node(n, L, pass, deps);
+    case Node::kProj:
+      return matmul("attn out", L, pass, T_, h_, a_ * d_, deps);
+    case Node::kRs1:
+    case Node::kRs2:
+      return collective(p_.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, kTpAxis,
+                        kTpS, n == Node::kRs1 ? "attn all-reduce" : "mlp all-reduce", L, pass, T_ * h_ * kAct,
+                        DType::kBf16, deps);
+    case Node::kRes1:
+    case Node::kRes2:
+      return residual(L, pass, deps);
+    case Node::kLn2:
+      return b_.add(norm_op("mlp norm", L, pass), deps);
+    case Node::kAg2:
+      return collective(CollectiveKind::kAllGather, kTpAxis, kTpS, "mlp all-gather", L, pass, T_ * h_ * kAct,
+                        DType::kBf16, deps);
+    case Node::kGate:
+      if (fused_up) return matmul("mlp up", L, pass, T_, up_n_, h_, deps);
+      return matmul("mlp gate", L, pass, T_, f_, h_, deps);
+    case Node::kUp:
+      return matmul("mlp up", L, pass, T_, f_, h_, deps);
+    case Node::kAct:
+      return act_op(L, pass, deps);
+    case Node::kDown:
+      return matmul("mlp down", L, pass, T_, h_, f_, deps);
+    case Node::kIn:
+    case Node::kCount:
+      break;
+    default:
+      return moe_node(n, L, pass, deps);
+  }
+  SHARDSIM_ASSERT(false, "a layer node has an op");
+  return kNone;
+}
+
+OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId in, OpId weights, LayerOps& ops) {
+  const LayerGraph& g = graph(L);
+  const RecomputePlan& rp = recompute_plan(L);
+  OpId last = in;
+  bool first = true;
+  for (int i = 1; i < kNodes; ++i) {
+    const auto n = static_cast<Node>(i);
+    if (!emit.test(idx(n)) || ops[n] != kNone) continue;
+    // A fused kernel (q, k, v; gate and up) is one op for all its nodes.
+    const NodeSet kernel = g.fused_with(n);
+    std::vector<OpId> deps;
+    int64_t alloc = 0;
+    for (int j = 0; j < kNodes; ++j) {
+      if (!kernel.test(static_cast<size_t>(j))) continue;
+      const auto member = static_cast<Node>(j);
+      for (Node input : g.inputs(member)) deps.push_back(input == Node::kIn ? in : ops[input]);
+      // The forward charges what the policy keeps; a recomputation what
+      // the backward reads that was not kept. Both are held until the
+      // layer's backward ends.
+      const bool hold = pass == Pass::kForward ? rp.kept.test(idx(member))
+                                               : rp.needed.test(idx(member)) && !rp.kept.test(idx(member));
+      if (hold) alloc += g.bytes(member);
+    }
+    if (first) {
+      deps.push_back(in);
+      deps.push_back(weights);
+      if (pass == Pass::kForward) alloc += g.bytes(Node::kIn);  // the layer's input: its checkpoint
+      first = false;
+    }
+    const OpId op = emit_node(n, L, pass, deps);
+    b_.memory(op, pass == Pass::kForward ? MemKind::kActivation : MemKind::kRecomputed, Bytes(alloc), Bytes(0));
+    for (int j = 0; j < kNodes; ++j) {
+      if (kernel.test(static_cast<size_t>(j))) ops.op[static_cast<size_t>(j)] = op;
+    }
+    last = op;
+  }
+  return last;
+}
+
+OpId StageLowering::mlp_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad) {
+  const Pass pass = Pass::kBackward;
+  const Node ln2_out = graph(L).present(Node::kAg2) ? Node::kAg2 : Node::kLn2;
+  OpId x = row_parallel_grad("mlp grad all-gather", L, cur);
+  OpId dg = matmul("mlp down dgrad", L, pass, T_, f_, h_, {x, weights});
+  matmul("mlp down wgrad", L, pass, f_, h_, T_, {x, rec[Node::kAct]}, 1.0, 1, Operands::kWeightGrad);
+  x = act_op(L, pass, {dg, rec[Node::kGate], rec[Node::kUp]});
+  OpId wg;
+  if (graph(L).fused_with(Node::kUp).count() > 1 || m_.mlp != MlpKind::kSwiglu) {
+    dg = matmul("mlp up dgrad", L, pass, T_, h_, up_n_, {x});
+    wg = matmul("mlp up wgrad", L, pass, h_, up_n_, T_, {x, rec[ln2_out]}, 1.0, 1, Operands::kWeightGrad);
+  } else {
+    matmul("mlp gate dgrad", L, pass, T_, h_, f_, {x});
+    matmul("mlp gate wgrad", L, pass, h_, f_, T_, {x, rec[ln2_out]}, 1.0, 1, Operands::kWeightGrad);
+    dg = matmul("mlp up dgrad", L, pass, T_, h_, f_, {x});
+    wg = matmul("mlp up wgrad", L, pass, h_, f_, T_, {x}, 1.0, 1, Operands::kWeightGrad);
+  }
+  wgrad = wg;
+  return column_parallel_grad("mlp grad all-reduce", L, dg, wg);
+}
+
+OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgrad) {
+  const Pass pass = Pass::kBackward;
+  const LayerGraph& g = graph(L);
+  const RecomputePlan& rp = recompute_plan(L);
+  // Recomputation runs when the layer's backward starts (Megatron's and
+  // PyTorch's checkpoints re-run their region on the first use of a
+  // tensor they did not keep), except a recomputation of the attention core
+  // alone (and of sequence-parallel gathers), which runs where its backward
+  // does (Megatron's selective recomputation checkpoints the core only).
+  const NodeSet core = nodes({Node::kScores, Node::kSoftmax, Node::kDropout, Node::kAttn});
+  const NodeSet gathers = nodes({Node::kAg1, Node::kAg2});
+  const bool late_core = (rp.recomputed & ~core & ~gathers).none();
+  LayerOps rec;
+  emit_layer(L, Pass::kRecompute, late_core ? rp.recomputed & ~core : rp.recomputed, cur, weights, rec);
+  // MLP block.
+  OpId x, wg;
+  if (m_.is_moe_layer(L)) {
+    x = moe_backward(L, cur, weights, rec, wg);
+  } else {
+    x = mlp_backward(L, cur, weights, rec, wg);
+  }
+  x = b_.add(norm_op("mlp norm", L, pass), {x, wg, rec[Node::kRes1]});
+  x = residual(L, pass, {x});
+  // Attention block.
+  x = row_parallel_grad("attn grad all-gather", L, x);
+  OpId dg = matmul("attn out dgrad", L, pass, T_, a_ * d_, h_, {x});
+  matmul("attn out wgrad", L, pass, a_ * d_, h_, T_, {x, rec[Node::kAttn]}, 1.0, 1, Operands::kWeightGrad);
+  if (late_core && (rp.recomputed & core).any()) {
+    emit_layer(L, Pass::kRecompute, rp.recomputed & core, dg, weights, rec);
+  }
+  x = attention_backward(L, dg);
+  if (g.present(Node::kRope)) {
+    const int64_t e = T_ * (a_ + kv_) * d_;
+    x = memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, {x});
+  }
+  const Node ln1_out = g.present(Node::kAg1) ? Node::kAg1 : Node::kLn1;
+  if (g.fused_with(Node::kQ).count() > 1) {
+    const int64_t qkv_n = (a_ + 2 * kv_) * d_;
+    dg = matmul("qkv dgrad", L, pass, T_, h_, qkv_n, {x}, qkv_model_fraction());
+    wg = matmul("qkv wgrad", L, pass, h_, qkv_n, T_, {x, rec[ln1_out]}, qkv_model_fraction(), 1, Operands::kWeightGrad);
+  } else {
+    matmul("q proj dgrad", L, pass, T_, h_, a_ * d_, {x});
+    matmul("q proj wgrad", L, pass, h_, a_ * d_, T_, {x, rec[ln1_out]}, 1.0, 1, Operands::kWeightGrad);
+    matmul("k proj dgrad", L, pass, T_, h_, kv_ * d_, {x}, kv_model_fraction());
+    matmul("k proj wgrad", L, pass, h_, kv_ * d_, T_, {x}, kv_model_fraction(), 1, Operands::kWeightGrad);
+    dg = matmul("v proj dgrad", L, pass, T_, h_, kv_ * d_, {x}, kv_model_fraction());
+    wg = matmul("v proj wgrad", L, pass, h_, kv_ * d_, T_, {x}, kv_model_fraction(), 1, Operands::kWeightGrad);
+  }
+  x = column_parallel_grad("attn grad all-reduce", L, dg, wg);
+  x = b_.add(norm_op("attn norm", L, pass), {x, wg, rec[Node::kIn]});
+  wgrad = wg;
+  const OpId last = residual(L, pass, {x});
+  // The layer's kept and recomputed tensors are released with its backward.
+  b_.memory(last, MemKind::kActivation, Bytes(0), Bytes(g.bytes(rp.kept)));
+  b_.memory(last, MemKind::kRecomputed, Bytes(0), Bytes(g.bytes(rp.recomputed & rp.needed & ~rp.kept)));
+  return last;
+}
+
+}  // namespace shardsim::detail
