@@ -1,6 +1,19 @@
 #include "validation.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
 #include "shardsim/core/error.h"
+#include "shardsim/workloads/framework.h"
+#include "step_runner.h"
 
 namespace shardsim {
 namespace {
@@ -14,18 +27,89 @@ double component(const StepReport& r, const std::string& name) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot read file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Whether a JSON file is a scenario with published figures (other JSON
+/// beside them, such as the split and the manifest, is skipped).
+bool has_published(const std::string& path) {
+  const auto j = nlohmann::json::parse(read_text(path), nullptr, false);
+  return j.is_object() && j.contains("published") && j.contains("plan");
+}
+
+std::vector<SkippedRow> read_manifest(const std::filesystem::path& file) {
+  std::vector<SkippedRow> out;
+  const auto j = nlohmann::json::parse(read_text(file.string()), nullptr, false);
+  if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) {
+    throw InputError(file.string(), "/rows", "expected an object with a \"rows\" array");
+  }
+  for (size_t i = 0; i < j["rows"].size(); ++i) {
+    const auto& r = j["rows"][i];
+    if (!r.is_object() || !r.contains("id")) {
+      throw InputError(file.string(), "/rows/" + std::to_string(i), "expected an object with an \"id\"");
+    }
+    if (!r.contains("skipped")) continue;
+    auto str = [&](const char* k) { return r.contains(k) && r[k].is_string() ? r[k].get<std::string>() : ""; };
+    out.push_back({str("id"), str("split"), str("framework"), str("chip"), str("skipped")});
+  }
+  return out;
+}
+
+void summarise(ValidationReport& rep) {
+  // A scenario whose row measured a time or a peak memory ran: it must fit.
+  // (Analytic figures such as Korthikanti et al.'s activation memory without
+  // recomputation describe runs that did not.)
+  std::map<std::string, bool> ran_and_overflows;
+  for (const ValidationRow& r : rep.rows) {
+    if (r.performance || r.metric == "peak_memory_GiB") ran_and_overflows[r.scenario] = !r.fits;
+  }
+  for (const auto& [scenario, overflows] : ran_and_overflows) rep.out_of_memory += overflows;
+  for (const ValidationRow& r : rep.rows) {
+    if (!r.performance) {
+      rep.memory.add(r.error);
+      continue;
+    }
+    rep.performance["all"].add(r.error);
+    rep.performance[r.split].add(r.error);
+    if (r.fitted) rep.performance["fitted"].add(r.error);
+    if (!r.framework.empty()) rep.performance[r.split + " / framework " + r.framework].add(r.error);
+    if (!r.chip.empty()) rep.performance[r.split + " / chip " + r.chip].add(r.error);
+    if (!r.source.empty()) rep.performance[r.split + " / source " + r.source].add(r.error);
+  }
+}
+
 }  // namespace
+
+void ValidationStats::add(double e) {
+  ++n;
+  sum += std::fabs(e);
+  max = std::max(max, std::fabs(e));
+}
 
 std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport& r) {
   std::vector<ValidationRow> rows;
   for (const auto& [metric, value] : s.published.metrics) {
     ValidationRow row;
     row.scenario = s.file;
+    row.row = s.published.row;
+    row.split = s.published.split;
+    row.source = s.published.source_id;
+    row.framework = std::string(to_string(s.plan.framework));
+    row.chip = s.cluster.chip.name;
     row.metric = metric;
     row.published = value;
     row.fitted = s.published.fitted;
+    row.fits = r.memory.fits;
     if (metric == "step_time_s") {
       row.predicted = r.step_time_s;
+      row.performance = true;
+    } else if (metric == "tokens_per_s_per_device") {
+      row.predicted = r.tokens_per_s / static_cast<double>(s.cluster.devices);
       row.performance = true;
     } else if (metric == "megatron_tflops_per_gpu") {
       const double B = static_cast<double>(s.plan.global_batch);
@@ -40,15 +124,158 @@ std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport
       row.predicted = component(r, "activations") / kGiB;
     } else if (metric == "weights_and_optimizer_GiB") {
       row.predicted = (component(r, "weights") + component(r, "gradients") + component(r, "optimizer_state")) / kGiB;
+    } else if (metric == "peak_memory_GiB") {
+      row.predicted = (static_cast<double>(r.memory.peak_bytes_per_device) - component(r, "framework_reserved")) / kGiB;
     } else {
       throw InputError(s.file, "/published/" + metric,
-                       "unknown metric (expected step_time_s, megatron_tflops_per_gpu, activations_GiB or "
-                       "weights_and_optimizer_GiB)");
+                       "unknown metric (expected step_time_s, tokens_per_s_per_device, megatron_tflops_per_gpu, "
+                       "activations_GiB, weights_and_optimizer_GiB or peak_memory_GiB)");
     }
     row.error = (row.predicted - row.published) / row.published;
     rows.push_back(row);
   }
   return rows;
+}
+
+ValidationReport validate_directory(const std::string& dir, int threads, bool check_only,
+                                    const std::function<void(size_t, size_t)>& progress) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  ValidationReport rep;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().extension() != ".json") continue;
+    if (e.path().filename() == "manifest.json") {
+      for (auto& s : read_manifest(e.path())) rep.skipped.push_back(std::move(s));
+      continue;
+    }
+    if (has_published(e.path().string())) files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::sort(rep.skipped.begin(), rep.skipped.end(),
+            [](const SkippedRow& a, const SkippedRow& b) { return a.row < b.row; });
+  // Load every scenario first: a bad one stops the run before any work.
+  std::vector<Scenario> scenarios;
+  scenarios.reserve(files.size());
+  for (const auto& f : files) scenarios.push_back(load_scenario(f));
+  if (check_only) return rep;
+
+  std::vector<std::vector<ValidationRow>> per_file(files.size());
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex progress_mutex;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      try {
+        const Scenario& s = scenarios[i];
+        // Data-parallel replicas are symmetric: simulating replica 0 moves
+        // every member's data through the shared links (docs/model.md,
+        // section 6).
+        const StepRun run = run_training_step(s, {}, s.plan.dp > 1);
+        per_file[i] = validate_scenario(s, run.report);
+        for (auto& row : per_file[i]) row.scenario = fs::relative(files[i], dir).string();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+      const size_t d = ++done;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(d, files.size());
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  for (auto& rows : per_file) {
+    for (auto& r : rows) rep.rows.push_back(std::move(r));
+  }
+  summarise(rep);
+  return rep;
+}
+
+std::string validation_table(const ValidationReport& rep) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-44s %-9s %-24s %12s %12s %8s\n", "scenario", "split", "metric", "published",
+                "predicted", "error");
+  out += line;
+  for (const auto& r : rep.rows) {
+    std::string name = std::filesystem::path(r.scenario).replace_extension().string();
+    std::snprintf(line, sizeof line, "%-44s %-9s %-24s %12.3f %12.3f %+7.1f%%%s%s\n", name.c_str(),
+                  r.split == "held_out"      ? "held out"
+                  : r.split == "development" ? "dev"
+                                             : r.split.c_str(),
+                  r.metric.c_str(), r.published, r.predicted, 100 * r.error, r.fitted ? "  (fitted)" : "",
+                  r.fits ? "" : "  (out of memory)");
+    out += line;
+  }
+  auto stat = [&](const std::string& label, const ValidationStats& st) {
+    std::snprintf(line, sizeof line, "  %-52s %4d rows, mean |error| %5.1f%%, max %5.1f%%\n", label.c_str(), st.n,
+                  100 * st.mean(), 100 * st.max);
+    out += line;
+  };
+  out += "\ntime and throughput:\n";
+  for (const auto& [key, st] : rep.performance) {
+    if (key.find(" / ") == std::string::npos) stat(key, st);
+  }
+  for (const auto& [key, st] : rep.performance) {
+    if (key.find(" / framework ") != std::string::npos) stat(key, st);
+  }
+  for (const auto& [key, st] : rep.performance) {
+    if (key.find(" / chip ") != std::string::npos) stat(key, st);
+  }
+  for (const auto& [key, st] : rep.performance) {
+    if (key.find(" / source ") != std::string::npos) stat(key, st);
+  }
+  out += "memory:\n";
+  stat("all", rep.memory);
+  std::snprintf(line, sizeof line, "published runs judged out of memory: %d\n", rep.out_of_memory);
+  out += line;
+  if (!rep.skipped.empty()) {
+    std::map<std::string, int> by_split;
+    for (const auto& s : rep.skipped) ++by_split[s.split];
+    std::snprintf(line, sizeof line, "rows not expressible yet (manifest.json): %zu", rep.skipped.size());
+    out += line;
+    for (const auto& [split, n] : by_split) out += ", " + std::to_string(n) + " " + split;
+    out += "\n";
+  }
+  return out;
+}
+
+std::string validation_json(const ValidationReport& rep) {
+  nlohmann::ordered_json j;
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const auto& r : rep.rows) {
+    j["rows"].push_back({{"scenario", r.scenario},
+                         {"row", r.row},
+                         {"split", r.split},
+                         {"source", r.source},
+                         {"framework", r.framework},
+                         {"chip", r.chip},
+                         {"metric", r.metric},
+                         {"published", r.published},
+                         {"predicted", r.predicted},
+                         {"error", r.error},
+                         {"fitted", r.fitted},
+                         {"fits", r.fits}});
+  }
+  auto stats = [](const ValidationStats& st) {
+    return nlohmann::ordered_json{{"rows", st.n}, {"mean_abs_error", st.mean()}, {"max_abs_error", st.max}};
+  };
+  j["performance"] = nlohmann::ordered_json::object();
+  for (const auto& [key, st] : rep.performance) j["performance"][key] = stats(st);
+  j["memory"] = stats(rep.memory);
+  j["out_of_memory"] = rep.out_of_memory;
+  j["skipped"] = nlohmann::ordered_json::array();
+  for (const auto& s : rep.skipped) {
+    j["skipped"].push_back(
+        {{"row", s.row}, {"split", s.split}, {"framework", s.framework}, {"chip", s.chip}, {"reason", s.reason}});
+  }
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace shardsim

@@ -1,6 +1,11 @@
-// Predicted-versus-published comparison for `shardsim validate`.
+// Predicted against published runs: `shardsim validate` over a directory of
+// scenarios that carry published figures, with the statistics of an honest
+// protocol (rows used during development or to fit a parameter reported
+// apart from the held-out ones, per split, framework, chip and source).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,23 +15,73 @@
 namespace shardsim {
 
 struct ValidationRow {
-  std::string scenario;
+  std::string scenario;  ///< file name, relative to the validated directory
+  std::string row;       ///< the published row's id (modern set), or ""
+  std::string split;     ///< "held_out", "development" or "in_sample"
+  std::string source;    ///< the source's short id
+  std::string framework;
+  std::string chip;
   std::string metric;
   double published = 0;
   double predicted = 0;
   double error = 0;          ///< (predicted - published) / published
   bool performance = false;  ///< a time or throughput metric (memory otherwise)
-  bool fitted = false;       ///< the scenario's row was used to fit a chip default
+  bool fitted = false;       ///< the row was used to fit a named parameter
+  bool fits = true;          ///< the scenario fits in memory (every published run did)
 };
 
 /// The metrics a scenario's "published" object may name:
 ///   step_time_s                 seconds per iteration
+///   tokens_per_s_per_device     tokens of the step / (step time · devices)
 ///   megatron_tflops_per_gpu     Narayanan et al.'s F = 96·B·s·l·h²·(1 + s/(6h)
 ///                               + V/(16·l·h)) per iteration over (time · GPUs):
 ///                               the FLOP count their TFLOP/s column uses
 ///   activations_GiB             the activation component of peak memory
 ///   weights_and_optimizer_GiB   weights + gradients + optimizer state
+///   peak_memory_GiB             what a caching allocator reserves at the peak
+///                               (PyTorch's max_memory_reserved): the peak
+///                               less the stack's fixed reservation
 /// Throws InputError for an unknown metric.
 std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport& r);
+
+/// A published row the scenario generator could not express (the
+/// directory's manifest.json lists them with the reason).
+struct SkippedRow {
+  std::string row, split, framework, chip, reason;
+};
+
+struct ValidationStats {
+  int n = 0;
+  double sum = 0, max = 0;
+  void add(double e);
+  double mean() const { return n ? sum / n : 0; }
+};
+
+struct ValidationReport {
+  std::vector<ValidationRow> rows;
+  std::vector<SkippedRow> skipped;
+  /// Time and throughput statistics by group: "all", "held_out",
+  /// "development", "in_sample", "fitted", and "<split> / framework X",
+  /// "<split> / chip X", "<split> / source X".
+  std::map<std::string, ValidationStats> performance;
+  ValidationStats memory;
+  /// Scenarios of published runs (a time, a throughput or a measured peak
+  /// memory: they ran) that shardsim judges out of memory.
+  int out_of_memory = 0;
+};
+
+/// Loads every scenario with a "published" object under `dir` (recursively,
+/// in sorted path order), simulates it (the replica shortcut whenever dp >
+/// 1) on `threads` threads, and compares. With `check_only`, loads and
+/// checks every scenario without simulating (rows stay empty). `progress`
+/// (may be empty) is told each finished file. Throws InputError for a bad
+/// scenario or manifest.
+ValidationReport validate_directory(const std::string& dir, int threads, bool check_only,
+                                    const std::function<void(size_t done, size_t total)>& progress = {});
+
+/// The report as a table (the summary `shardsim validate` prints) and as
+/// one JSON object.
+std::string validation_table(const ValidationReport& r);
+std::string validation_json(const ValidationReport& r);
 
 }  // namespace shardsim

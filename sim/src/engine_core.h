@@ -68,6 +68,7 @@ struct DeviceClock {
   SimTime end;
   SimTime compute_start;  // of the compute op running now
   int comm_active = 0;
+  int sm_comm_active = 0;  ///< of which hold SMs (compute beside them slows)
   bool computing = false;
   /// Compute ops running now (usually one; one per compute stream): when
   /// each ends at the rate it runs at now, and whether that rate is the
@@ -302,7 +303,7 @@ class EngineCore {
     DeviceClock& c = clocks_[d];
     if (c.running.empty() || !active_[d]) return;
     const ProgramInfo& info = info_[stage_of_[d]];
-    const bool beside = c.comm_active > 0;
+    const bool beside = c.sm_comm_active > 0;
     for (DeviceClock::Running& r : c.running) {
       if (beside == r.beside) continue;
       const double from = static_cast<double>((r.beside ? info.beside_comm : info.duration)[r.op].ps());
@@ -346,7 +347,7 @@ class EngineCore {
         c.computing = true;
         c.compute_start = now_;
         const ProgramInfo& info = info_[stage_of_[d]];
-        const bool beside = c.comm_active > 0 && !info.beside_comm.empty();
+        const bool beside = c.sm_comm_active > 0 && !info.beside_comm.empty();
         const SimTime end = now_ + (beside ? info.beside_comm[op] : info.duration[op]);
         if (!info.beside_comm.empty()) c.running.push_back({op, end, beside});
         push(end, EvType::kOpEnd, d, op);
@@ -387,6 +388,7 @@ class EngineCore {
     for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
       clocks_[x].advance(now_);
       ++clocks_[x].comm_active;
+      clocks_[x].sm_comm_active += o.holds_sms ? 1 : 0;
       retime_compute(x);
     }
     if (const auto fit = calibrated("send-recv", 2)) {
@@ -403,9 +405,11 @@ class EngineCore {
     const Transfer tr = transfers_[id];
     free_transfers_.push_back(id);
     stream_busy_[tr.src * streams_ + program(tr.src).op(tr.send_op).stream] += now_ - tr.start;
+    const bool sms = program(tr.src).op(tr.send_op).holds_sms;
     for (DeviceId x : {tr.src, tr.dst}) {
       clocks_[x].advance(now_);
       --clocks_[x].comm_active;
+      clocks_[x].sm_comm_active -= sms ? 1 : 0;
       retime_compute(x);
     }
     end_op(tr.src, tr.send_op);
@@ -450,6 +454,7 @@ class EngineCore {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
       ++c.comm_active;
+      c.sm_comm_active += o.holds_sms ? 1 : 0;
       retime_compute(m);
     }
     if (r.cached->plan.phases.empty()) {
@@ -514,10 +519,12 @@ class EngineCore {
     // end_op may launch new collectives that reuse this slot; the cached
     // plan (and its member list) outlives it.
     const CachedPlan* cached = r.cached;
+    const bool sms = program(cached->members.front()).op(op).holds_sms;
     for (DeviceId m : cached->members) {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
       --c.comm_active;
+      c.sm_comm_active -= sms ? 1 : 0;
       retime_compute(m);
     }
     free_runs_.push_back(id);

@@ -58,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown model preset", {{"model", "\"llama9\""}}, "/model: unknown model preset \"llama9\""},
         BadCase{"unknown chip preset", {{"cluster.chip", "\"z100\""}}, "/cluster/chip: unknown chip preset"},
         BadCase{"missing field", {{"model.layers", "null"}}, "/model/layers: expected a positive integer"},
-        BadCase{"bad enum", {{"model.mlp", "\"relu\""}}, "/model/mlp: expected one of"},
+        BadCase{"bad enum", {{"model.mlp", "\"tanh\""}}, "/model/mlp: expected one of"},
         BadCase{"torus dims",
                 {{"cluster.fabric", R"({"kind": "torus", "dims": [4, 4]})"}},
                 "/cluster/fabric/dims: product of dims (16) differs from devices (64)"},

@@ -51,6 +51,22 @@ std::string_view to_string(Recompute r) {
   return "?";
 }
 
+std::string_view to_string(Plan::Fp8Recipe r) {
+  switch (r) {
+    case Plan::Fp8Recipe::kDelayed:
+      return "delayed";
+    case Plan::Fp8Recipe::kTensorwise:
+      return "tensorwise";
+    case Plan::Fp8Recipe::kRowwise:
+      return "rowwise";
+    case Plan::Fp8Recipe::kRowwiseGwHp:
+      return "rowwise_gw_hp";
+    case Plan::Fp8Recipe::kMxfp8:
+      return "mxfp8";
+  }
+  return "?";
+}
+
 std::optional<Framework> framework_named(std::string_view name) {
   for (Framework f : kAll) {
     if (to_string(f) == name) return f;

@@ -70,8 +70,9 @@ OpId StageLowering::attention_backward(int32_t layer, OpId dep) {
 /// s/cp x s/cp block doing 1/cp² of the causal work.
 OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   const bool backward = pass == Pass::kBackward;
-  const double s = static_cast<double>(p_.seq_len);
-  const double total = 2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) * s * (s + 1.0);
+  // QK^T and AV: 4·heads·head_dim FLOPs per causal query-key pair forward.
+  const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
+                       m_.attention_pairs(layer, p_.seq_len);
   const double step_flops = (backward ? 2.0 : 1.0) * total / static_cast<double>(cp_ * cp_);
   const int64_t kv_block = 2 * T_ * kv_ * d_ * kAct;  // K and V of one shard
   const int64_t block_bytes = backward ? 2 * kv_block : kv_block;
@@ -120,8 +121,10 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<
   o.m = p_.seq_len;
   o.n = p_.seq_len;
   o.k = a_ * d_;
-  const double s = static_cast<double>(p_.seq_len);
-  const double fwd = 2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) * s * (s + 1.0);
+  // QK^T and AV: 4·heads·head_dim FLOPs per query-key pair forward, over
+  // the causal (or sliding-window) pairs the kernel does not skip.
+  const double fwd = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
+                     m_.attention_pairs(layer, p_.seq_len);
   const bool backward = pass == Pass::kBackward;
   o.flops = Flops(backward ? 2.0 * fwd : fwd);
   o.model_flops = o.flops * model_share(pass, 1.0);

@@ -46,7 +46,7 @@ class InferenceLowering {
     d_ = m_.head_dim;
     h_ = m_.hidden;
     f_ = m_.ffn_hidden / t_;
-    up_n_ = (m_.mlp == MlpKind::kSwiglu ? 2 : 1) * f_;
+    up_n_ = (m_.gated() ? 2 : 1) * f_;
     v_ = padded_vocab(m_, t_) / t_;
     wb_ = dtype_bytes(p_.weight_dtype);
     kvb_ = dtype_bytes(p_.kv_dtype);

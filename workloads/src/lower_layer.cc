@@ -13,7 +13,7 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe) {
   c.rope = m.position == PositionKind::kRope;
   c.unfused_attention = !p.fused_attention && p.cp == 1;  // ring attention runs flash-style blocks
   c.dropout = m.dropout;
-  c.swiglu = m.mlp == MlpKind::kSwiglu;
+  c.swiglu = m.gated();
   c.moe = moe;
   c.expert_parallel = p.ep > 1;
   c.shared_experts = m.moe.shared_experts > 0;
@@ -176,6 +176,57 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
   return kNone;
 }
 
+// Transformer Engine's userbuffers (TransformerEngine
+// transformer_engine/pytorch/module/base.py, initialize_ub; Megatron-Core
+// tp_comm_overlap): the column-parallel GEMMs' input all-gather is a ring
+// exchange over copy engines, each step's shard consumed by a GEMM chunk;
+// the row-parallel GEMMs' reduce-scatter is split in chunks (4 by default)
+// that overlap the GEMM's later chunks on a few SMs; in backward the
+// output-gradient gather before the row-parallel dgrad is a ring exchange
+// too, and the input re-gather and dgrad reduce-scatter of the
+// column-parallel layers overlap the GEMMs beside them ("bulk"), as the
+// lowering's dependencies already let them.
+OpId StageLowering::ub_gather_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
+                                     const std::vector<OpId>& deps, double model_fraction, OpId& last_recv) {
+  const int64_t shard_bytes = T_ / t_ * h_ * kAct;
+  OpId have = kNone, x = kNone;
+  for (int64_t i = 0; i < t_; ++i) {
+    OpId next = kNone;
+    if (i + 1 < t_) {
+      Op snd = base("tp ring send", L, pass, TrainStreams::kTpSend);
+      snd.kind = OpKind::kSend;
+      snd.peer = 1;
+      snd.peer_axis = MeshAxis::kTp;
+      snd.comm_bytes = Bytes(shard_bytes);
+      snd.holds_sms = false;
+      b_.add(snd, i == 0 ? deps : std::vector<OpId>{have});
+      Op rcv = base("tp ring recv", L, pass, TrainStreams::kTpRecv);
+      rcv.kind = OpKind::kRecv;
+      rcv.peer = -1;
+      rcv.peer_axis = MeshAxis::kTp;
+      rcv.comm_bytes = Bytes(shard_bytes);
+      rcv.holds_sms = false;
+      next = b_.add(rcv);
+      last_recv = next;
+    }
+    x = matmul(name, L, pass, m / t_, n, k, i == 0 ? deps : std::vector<OpId>{x, have}, model_fraction);
+    have = next;
+  }
+  return x;
+}
+
+OpId StageLowering::ub_matmul_scatter(std::string_view name, std::string_view rs_name, int32_t L, Pass pass, int64_t m,
+                                      int64_t n, int64_t k, const std::vector<OpId>& deps) {
+  constexpr int64_t kChunks = 4;  // TE's num_splits for the pipeline method
+  OpId x = kNone, rs = kNone;
+  for (int64_t i = 0; i < kChunks; ++i) {
+    x = matmul(name, L, pass, m / kChunks, n, k, i == 0 ? deps : std::vector<OpId>{x});
+    rs = collective(CollectiveKind::kReduceScatter, kTpAxis, kTpS, rs_name, L, pass, T_ / kChunks * h_ * kAct,
+                    DType::kBf16, {x});
+  }
+  return rs;
+}
+
 OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId in, OpId weights, LayerOps& ops) {
   const LayerGraph& g = graph(L);
   const RecomputePlan& rp = recompute_plan(L);
@@ -205,7 +256,26 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
       if (pass == Pass::kForward) alloc += g.bytes(Node::kIn);  // the layer's input: its checkpoint
       first = false;
     }
-    const OpId op = emit_node(n, L, pass, deps);
+    OpId op;
+    const bool ub = userbuffers() && pass == Pass::kForward;
+    if (ub && (n == Node::kAg1 || n == Node::kAg2 || n == Node::kRs1 || n == Node::kRs2)) {
+      // Folded into the GEMM before or after it (below).
+      op = deps.empty() ? in : deps.front();
+    } else if (ub && (n == Node::kQ || n == Node::kGate || n == Node::kUp) && g.fused_with(n).count() > 1) {
+      // The gather of the norm output runs as a ring exchange under the GEMM.
+      OpId gathered = kNone;
+      const bool qkv = n == Node::kQ;
+      op = ub_gather_matmul(qkv ? "qkv" : "mlp up", L, pass, T_, qkv ? (a_ + 2 * kv_) * d_ : up_n_, h_, deps,
+                            qkv ? qkv_model_fraction() : 1.0, gathered);
+      ops.op[idx(qkv ? Node::kAg1 : Node::kAg2)] = gathered;
+    } else if (ub && (n == Node::kProj || n == Node::kDown)) {
+      const bool proj = n == Node::kProj;
+      op = ub_matmul_scatter(proj ? "attn out" : "mlp down", proj ? "attn reduce-scatter" : "mlp reduce-scatter", L,
+                             pass, T_, h_, proj ? a_ * d_ : f_, deps);
+      ops.op[idx(proj ? Node::kRs1 : Node::kRs2)] = op;
+    } else {
+      op = emit_node(n, L, pass, deps);
+    }
     b_.memory(op, pass == Pass::kForward ? MemKind::kActivation : MemKind::kRecomputed, Bytes(alloc), Bytes(0));
     for (int j = 0; j < kNodes; ++j) {
       if (kernel.test(static_cast<size_t>(j))) ops.op[static_cast<size_t>(j)] = op;
@@ -218,12 +288,18 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
 OpId StageLowering::mlp_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad) {
   const Pass pass = Pass::kBackward;
   const Node ln2_out = graph(L).present(Node::kAg2) ? Node::kAg2 : Node::kLn2;
-  OpId x = row_parallel_grad("mlp grad all-gather", L, cur);
-  OpId dg = matmul("mlp down dgrad", L, pass, T_, f_, h_, {x, weights});
+  OpId x, dg;
+  if (userbuffers()) {
+    // The output gradient's gather is a ring exchange under the dgrad GEMM.
+    dg = ub_gather_matmul("mlp down dgrad", L, pass, T_, f_, h_, {cur, weights}, 1.0, x);
+  } else {
+    x = row_parallel_grad("mlp grad all-gather", L, cur);
+    dg = matmul("mlp down dgrad", L, pass, T_, f_, h_, {x, weights});
+  }
   matmul("mlp down wgrad", L, pass, f_, h_, T_, {x, rec[Node::kAct]}, 1.0, 1, Operands::kWeightGrad);
   x = act_op(L, pass, {dg, rec[Node::kGate], rec[Node::kUp]});
   OpId wg;
-  if (graph(L).fused_with(Node::kUp).count() > 1 || m_.mlp != MlpKind::kSwiglu) {
+  if (graph(L).fused_with(Node::kUp).count() > 1 || !m_.gated()) {
     dg = matmul("mlp up dgrad", L, pass, T_, h_, up_n_, {x});
     wg = matmul("mlp up wgrad", L, pass, h_, up_n_, T_, {x, rec[ln2_out]}, 1.0, 1, Operands::kWeightGrad);
   } else {
@@ -260,8 +336,14 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
   x = b_.add(norm_op("mlp norm", L, pass), {x, wg, rec[Node::kRes1]});
   x = residual(L, pass, {x});
   // Attention block.
-  x = row_parallel_grad("attn grad all-gather", L, x);
-  OpId dg = matmul("attn out dgrad", L, pass, T_, a_ * d_, h_, {x});
+  OpId dg;
+  if (userbuffers()) {
+    const OpId grad = x;
+    dg = ub_gather_matmul("attn out dgrad", L, pass, T_, a_ * d_, h_, {grad}, 1.0, x);
+  } else {
+    x = row_parallel_grad("attn grad all-gather", L, x);
+    dg = matmul("attn out dgrad", L, pass, T_, a_ * d_, h_, {x});
+  }
   matmul("attn out wgrad", L, pass, a_ * d_, h_, T_, {x, rec[Node::kAttn]}, 1.0, 1, Operands::kWeightGrad);
   if (late_core && (rp.recomputed & core).any()) {
     emit_layer(L, Pass::kRecompute, rp.recomputed & core, dg, weights, rec);

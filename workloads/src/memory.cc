@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "layer_graph.h"
 #include "shardsim/workloads/lower.h"
@@ -134,7 +135,16 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
   return r;
 }
 
-void finish(MemoryReport& r) {
+/// Adds the stack's share: what its caching allocator reserves beyond the
+/// bytes allocated at the peak (plan.allocator_overhead) and what it holds
+/// outside the step (plan.memory_reserved_bytes: CUDA context, NCCL and
+/// library workspaces); then the total and whether it fits.
+void finish(const Plan& p, MemoryReport& r) {
+  int64_t allocated = 0;
+  for (const auto& c : r.components) allocated += c.bytes;
+  r.components.push_back({"allocator_overhead",
+                          static_cast<int64_t>(std::llround(p.allocator_overhead * static_cast<double>(allocated)))});
+  r.components.push_back({"framework_reserved", p.memory_reserved_bytes});
   r.peak_bytes_per_device = 0;
   for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
   r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
@@ -207,7 +217,7 @@ MemoryReport training_memory(const Scenario& s) {
         {"gathered_params", fsdp ? int64_t{4} * std::max({dp.dense_layer, dp.embedding, dp.head,
                                                           dp.moe_layer_replicated + dp.moe_layer_experts})
                                  : 0});
-    finish(r);
+    finish(p, r);
     if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
   }
   return best;
@@ -223,7 +233,7 @@ MemoryReport training_memory(const Scenario& s, const ProgramSet& programs) {
     r.components.push_back({"logits", w.head});
     r.components.push_back({"gathered_params", w.gathered_params});
     r.components.push_back({"working_set", w.working_set});
-    finish(r);
+    finish(s.plan, r);
     if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
   }
   return best;
@@ -265,8 +275,8 @@ MemoryReport inference_memory(const Scenario& s) {
     auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
     add("weights", params * dtype_bytes(p.weight_dtype));
     add("kv_cache", layers * p.microbatch_size * positions * 2 * kv * m.head_dim * dtype_bytes(p.kv_dtype));
-    const int64_t widest = std::max({m.hidden * 4, (m.heads / t + 2 * kv) * m.head_dim * 2,
-                                     (m.mlp == MlpKind::kSwiglu ? 3 : 2) * (m.ffn_hidden / t)});
+    const int64_t widest =
+        std::max({m.hidden * 4, (m.heads / t + 2 * kv) * m.head_dim * 2, (m.gated() ? 3 : 2) * (m.ffn_hidden / t)});
     add("activations", T * widest * 2);
     add("logits", head ? p.microbatch_size * (padded_vocab(m, t) / t) * 4 : 0);
     for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;

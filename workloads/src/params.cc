@@ -11,7 +11,7 @@ ParamCount count_params(const ModelSpec& m) {
   c.moe_layers = m.moe_layers();
   c.dense_layers = m.layers - c.moe_layers;
   c.attention = h * q + 2 * h * kv + q * h;
-  c.dense_mlp = (m.mlp == MlpKind::kSwiglu ? 3 : 2) * h * m.ffn_hidden;
+  c.dense_mlp = (m.gated() ? 3 : 2) * h * m.ffn_hidden;
   if (m.is_moe()) {
     c.router = h * m.moe.experts;
     c.expert = 3 * h * m.moe.expert_ffn_hidden;  // SwiGLU experts
@@ -23,7 +23,7 @@ ParamCount count_params(const ModelSpec& m) {
   // every projection.
   const int64_t norm = (m.norm == NormKind::kLayerNorm ? 2 : 1) * h;
   c.per_layer_other = 2 * norm;
-  if (m.mlp == MlpKind::kGelu) c.per_layer_other += q + 2 * kv + h + m.ffn_hidden + h;
+  if (m.bias) c.per_layer_other += q + 2 * kv + h + (m.gated() ? 2 : 1) * m.ffn_hidden + h;
   c.unembedding = m.vocab * h;
   c.embedding = m.tied_embeddings ? 0 : m.vocab * h;
   c.final_norm = norm;
@@ -38,7 +38,7 @@ DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t s
   const int64_t f = m.ffn_hidden / tp;
   const int64_t attention = 2 * h * a * d + 2 * h * kv * d;
   DeviceParams dp;
-  dp.dense_layer = attention + (m.mlp == MlpKind::kSwiglu ? 3 : 2) * f * h + pc.per_layer_other;
+  dp.dense_layer = attention + (m.gated() ? 3 : 2) * f * h + pc.per_layer_other;
   if (m.is_moe()) {
     dp.moe_layer_replicated = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
     dp.moe_layer_experts = m.moe.experts / ep * pc.expert;
@@ -47,6 +47,19 @@ DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t s
   dp.embedding = (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? seq_len * h : 0);
   dp.head = vocab_rows + pc.final_norm;
   return dp;
+}
+
+double ModelSpec::attention_pairs(int64_t layer, int64_t s) const {
+  const auto sd = static_cast<double>(s);
+  if (!windowed(layer) || attention_window >= s) return sd * (sd + 1.0) / 2.0;
+  const auto w = static_cast<double>(attention_window);
+  return w * (w + 1.0) / 2.0 + (sd - w) * w;
+}
+
+double attention_pairs_all_layers(const ModelSpec& m, int64_t s) {
+  double pairs = 0;
+  for (int64_t l = 0; l < m.layers; ++l) pairs += m.attention_pairs(l, s);
+  return pairs;
 }
 
 int64_t padded_vocab(const ModelSpec& m, int64_t tp) {

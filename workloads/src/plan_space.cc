@@ -32,10 +32,9 @@ struct StepFlops {
 };
 StepFlops step_flops(const ModelSpec& m, const Plan& p) {
   const double total = closed_form_model_flops(m, p);
-  const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
   StepFlops f;
-  f.attention = 6.0 * static_cast<double>(m.layers) * static_cast<double>(m.heads * m.head_dim) *
-                (static_cast<double>(p.seq_len) + 1.0) * tokens;
+  f.attention = 12.0 * static_cast<double>(m.heads * m.head_dim) * attention_pairs_all_layers(m, p.seq_len) *
+                static_cast<double>(p.global_batch);
   f.matmul = total - f.attention;
   if (p.recompute == Recompute::kFull) {
     f.matmul *= 4.0 / 3.0;

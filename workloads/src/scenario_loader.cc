@@ -140,13 +140,26 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
                            std::to_string(m.heads) + ") to derive it");
   }
   m.head_dim = r.positive_int("head_dim", m.hidden / m.heads);
-  m.mlp = r.choice("mlp", {"gelu", "swiglu"}, "swiglu") == "gelu" ? MlpKind::kGelu : MlpKind::kSwiglu;
+  {
+    const std::string mlp = r.choice("mlp", {"gelu", "swiglu", "geglu", "relu2", "relu"}, "swiglu");
+    m.mlp = mlp == "gelu"    ? MlpKind::kGelu
+            : mlp == "geglu" ? MlpKind::kGeglu
+            : mlp == "relu2" ? MlpKind::kRelu2
+            : mlp == "relu"  ? MlpKind::kRelu
+                             : MlpKind::kSwiglu;
+  }
   m.norm =
       r.choice("norm", {"layernorm", "rmsnorm"}, "rmsnorm") == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
-  m.position =
-      r.choice("position", {"learned", "rope"}, "rope") == "learned" ? PositionKind::kLearned : PositionKind::kRope;
+  m.position = [&] {
+    const std::string pos = r.choice("position", {"learned", "rope", "alibi"}, "rope");
+    return pos == "learned" ? PositionKind::kLearned : pos == "alibi" ? PositionKind::kNone : PositionKind::kRope;
+  }();
   m.tied_embeddings = r.boolean("tied_embeddings", false);
   m.dropout = r.boolean("dropout", false);
+  m.bias = r.boolean("bias", m.mlp == MlpKind::kGelu);
+  m.attention_window = r.int_in("attention_window", 0, kMaxDim, 0);
+  m.global_every = r.int_in("global_every", 0, kMaxLayers, 0);
+  m.qk_norm = r.boolean("qk_norm", false);
   m.source = r.string("source", "");
   if (r.has("moe")) {
     ObjectReader e(r.raw("moe"), file, "/model/moe");
@@ -428,29 +441,63 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
                 : rc == "save_qkv_proj" ? Recompute::kSaveQkv
                 : rc == "op_sac"        ? Recompute::kOpSac
                                         : Recompute::kCustom;
-  if (r.has("recompute_keep")) {
-    const Json& keep = r.raw("recompute_keep");
-    if (!keep.is_array() || keep.size() > 64) {
-      r.fail("recompute_keep", "expected an array of tensor names (" + detail::recompute_names() + ")");
+  auto tensor_names = [&](const char* key, std::vector<std::string>& out) {
+    if (!r.has(key)) return;
+    const Json& names = r.raw(key);
+    if (!names.is_array() || names.size() > 64) {
+      r.fail(key, "expected an array of tensor names (" + detail::recompute_names() + ")");
     }
-    for (size_t i = 0; i < keep.size(); ++i) {
-      if (!keep[i].is_string() || !detail::nodes_named(keep[i].get<std::string>()).has_value()) {
-        r.fail("recompute_keep/" + std::to_string(i),
-               "expected one of " + detail::recompute_names() + ", got " + detail::describe(keep[i]));
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!names[i].is_string() || !detail::nodes_named(names[i].get<std::string>()).has_value()) {
+        r.fail(std::string(key) + "/" + std::to_string(i),
+               "expected one of " + detail::recompute_names() + ", got " + detail::describe(names[i]));
       }
-      p.recompute_keep.push_back(keep[i].get<std::string>());
+      out.push_back(names[i].get<std::string>());
     }
+  };
+  tensor_names("recompute_offload", p.recompute_offload);
+  p.recompute_layers = r.int_in("recompute_layers", 0, kMaxLayers, p.recompute_layers);
+  p.recompute_every = r.int_in("recompute_every", 0, kMaxLayers, p.recompute_every);
+  if (p.recompute_layers > 0 && p.recompute_every > 0) {
+    r.fail("recompute_every", "recompute_layers and recompute_every cannot both be set");
+  }
+  if (r.has("recompute_keep")) {
+    tensor_names("recompute_keep", p.recompute_keep);
     if (p.recompute != Recompute::kCustom && !p.recompute_keep.empty()) {
       r.fail("recompute_keep", "needs \"recompute\": \"custom\"");
     }
   }
-  if (p.recompute == Recompute::kCustom && p.recompute_keep.empty()) {
-    r.fail("recompute_keep",
-           "required with \"recompute\": \"custom\": the tensors each layer keeps (" + detail::recompute_names() + ")");
+  if (p.recompute == Recompute::kCustom && p.recompute_keep.empty() && p.recompute_offload.empty()) {
+    r.fail("recompute_keep", "required with \"recompute\": \"custom\": the tensors each layer keeps (" +
+                                 detail::recompute_names() + "), or recompute_offload");
   }
   p.fused_attention = r.choice("attention", {"fused", "unfused"}, p.fused_attention ? "fused" : "unfused") == "fused";
   p.fused_qkv = r.boolean("fused_qkv", p.fused_qkv);
   p.fused_gate_up = r.boolean("fused_gate_up", p.fused_gate_up);
+  p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", p.overlap_grad_reduce);
+  p.overlap_param_gather = r.boolean("overlap_param_gather", p.overlap_param_gather);
+  p.fp8_param_gather = r.boolean("fp8_param_gather", p.fp8_param_gather);
+  p.fsdp_reshard_after_forward = r.boolean("fsdp_reshard_after_forward", p.fsdp_reshard_after_forward);
+  p.tp_comm_overlap = r.boolean("tp_comm_overlap", p.tp_comm_overlap);
+  p.tp_comm_overlap_sms = static_cast<int>(r.int_in("tp_comm_overlap_sms", 0, 1024, p.tp_comm_overlap_sms));
+  {
+    const std::string cp = r.choice("cp_comm", {"p2p", "all_gather", "a2a"},
+                                    p.cp_comm == Plan::CpComm::kP2p         ? "p2p"
+                                    : p.cp_comm == Plan::CpComm::kAllGather ? "all_gather"
+                                                                            : "a2a");
+    p.cp_comm = cp == "p2p"          ? Plan::CpComm::kP2p
+                : cp == "all_gather" ? Plan::CpComm::kAllGather
+                                     : Plan::CpComm::kAllToAll;
+  }
+  {
+    const std::string d = r.choice("moe_dispatcher", {"alltoall", "allgather"},
+                                   p.moe_dispatcher == Plan::MoeDispatcher::kAllToAll ? "alltoall" : "allgather");
+    p.moe_dispatcher = d == "alltoall" ? Plan::MoeDispatcher::kAllToAll : Plan::MoeDispatcher::kAllGather;
+  }
+  p.expert_tp = r.int_in("expert_tp", 1, 1024, p.expert_tp);
+  p.moe_grouped_gemm = r.boolean("moe_grouped_gemm", p.moe_grouped_gemm);
+  p.memory_reserved_bytes = r.int_in("memory_reserved_bytes", 0, int64_t{1} << 50, p.memory_reserved_bytes);
+  p.allocator_overhead = r.number_in("allocator_overhead", 0, 10, p.allocator_overhead);
   p.sequence_parallel = r.boolean("sequence_parallel", false);
   p.fsdp_prefetch = r.boolean("fsdp_prefetch", p.fsdp_prefetch);
   p.p2p_blocking = r.boolean("p2p_blocking", p.p2p_blocking);
@@ -465,6 +512,15 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.grad_reduce_dtype =
       parse_dtype(r.choice("grad_reduce_dtype", {"fp32", "bf16", "fp16"}, std::string(to_string(p.grad_reduce_dtype))));
   p.matmul_dtype = parse_dtype(r.choice("matmul_dtype", {"bf16", "fp8"}, "bf16"));
+  {
+    const std::string f = r.choice("fp8_recipe", {"delayed", "tensorwise", "rowwise", "rowwise_gw_hp", "mxfp8"},
+                                   std::string(to_string(p.fp8_recipe)));
+    for (auto rec : {Plan::Fp8Recipe::kDelayed, Plan::Fp8Recipe::kTensorwise, Plan::Fp8Recipe::kRowwise,
+                     Plan::Fp8Recipe::kRowwiseGwHp, Plan::Fp8Recipe::kMxfp8}) {
+      if (to_string(rec) == f) p.fp8_recipe = rec;
+    }
+    if (r.has("fp8_recipe") && p.matmul_dtype != DType::kFp8) r.fail("fp8_recipe", "needs \"matmul_dtype\": \"fp8\"");
+  }
   if (r.has("mesh_order")) {
     const Json& mo = r.raw("mesh_order");
     if (!mo.is_array() || mo.size() != kNumMeshAxes) {
@@ -506,8 +562,14 @@ Published parse_published(const Json& j, const std::string& file) {
   pub.source = r.string("source", "");
   pub.assumptions = r.string("assumptions", "");
   pub.fitted = r.boolean("fitted", false);
+  pub.split = r.choice("split", {"held_out", "development", "in_sample"}, "in_sample");
+  pub.row = r.string("row", "");
+  pub.source_id = r.string("source_id", "");
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "source" || it.key() == "assumptions" || it.key() == "fitted") continue;
+    if (it.key() == "source" || it.key() == "assumptions" || it.key() == "fitted" || it.key() == "split" ||
+        it.key() == "row" || it.key() == "source_id") {
+      continue;
+    }
     pub.metrics.emplace_back(it.key(), r.positive_number(it.key()));
   }
   r.done();

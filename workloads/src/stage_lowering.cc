@@ -10,8 +10,8 @@ void StageLowering::forward(int32_t local) {
   OpId cur = first_chunk(local) ? kNone : received(Pass::kForward);
   // FSDP: unit i+1's gather is issued when unit i-1 ends, so it runs during
   // unit i (prefetch); without prefetch, when unit i ends.
-  std::vector<OpId> gathered(us.size(), kNone);
-  std::vector<OpId> ended(us.size(), kNone);
+  std::vector<OpId>& gathered = fwd_gather_[static_cast<size_t>(local)][static_cast<size_t>(mb_)];
+  gathered.assign(us.size(), kNone);
   auto issue = [&](size_t i, OpId after) {
     if (i < us.size()) gathered[i] = gather(us[i], Pass::kForward, after);
   };
@@ -19,15 +19,21 @@ void StageLowering::forward(int32_t local) {
   if (p_.fsdp_prefetch) issue(1, kNone);
   for (size_t i = 0; i < us.size(); ++i) {
     const int64_t u = us[i];
+    // ZeRO-1/2 with overlapped parameter gathers: the first forward of a
+    // unit waits for the all-gather of its bucket (issued at the step's start).
+    OpId weights = gathered[i];
+    if (mb_ == 0 && !param_gather_.empty()) weights = param_gather_[unit_index(local, i)];
     if (u == kEmbedUnit) {
-      cur = embedding_forward(gathered[i]);
+      cur = embedding_forward(weights);
     } else if (u == kHeadUnit) {
-      cur = head_forward(cur, gathered[i]);
+      cur = head_forward(cur, weights);
     } else {
-      cur = layer_forward(unit_layer(u), cur, gathered[i]);
+      cur = layer_forward(unit_layer(u), cur, weights);
     }
-    ended[i] = cur;
-    if (gathered[i] != kNone) b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));  // resharded
+    // Resharded after the forward, or kept for the backward.
+    if (gathered[i] != kNone && p_.fsdp_reshard_after_forward) {
+      b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
+    }
     issue(p_.fsdp_prefetch ? i + 2 : i + 1, cur);
   }
   fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] = cur;
@@ -73,11 +79,14 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
   const std::vector<int64_t> us = units(local);
   OpId cur =
       last_chunk(local) ? fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] : received(Pass::kBackward);
+  // Without resharding after the forward, the backward uses the forward's
+  // gathered parameters.
   std::vector<OpId> gathered(us.size(), kNone);
+  if (!p_.fsdp_reshard_after_forward) gathered = fwd_gather_[static_cast<size_t>(local)][static_cast<size_t>(mb_)];
   // Backward runs the units in reverse; the embedding's backward (a
   // scatter-add) needs no weights.
   auto issue = [&](size_t back_index, OpId after) {
-    if (back_index >= us.size()) return;
+    if (back_index >= us.size() || !p_.fsdp_reshard_after_forward) return;
     const size_t i = us.size() - 1 - back_index;
     if (us[i] != kEmbedUnit) gathered[i] = gather(us[i], Pass::kBackward, after);
   };
@@ -184,9 +193,15 @@ void StageLowering::reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_
 void StageLowering::flush(Bucket& b, uint8_t axes) {
   if (b.bytes == 0) return;
   const bool sharded = p_.zero >= 1;
-  collective(sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, axes, kReduce,
-             sharded ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, b.bytes, p_.grad_reduce_dtype,
-             {b.dep});
+  if (!p_.overlap_grad_reduce && p_.zero < 2) {
+    // Reduced after the backward (Megatron-Core without overlap_grad_reduce,
+    // Megatron-LM 2021's local DDP): emitted when the optimizer is.
+    deferred_.push_back({b.bytes, axes});
+  } else {
+    collective(sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, axes, kReduce,
+               sharded ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, b.bytes, p_.grad_reduce_dtype,
+               {b.dep});
+  }
   if (record_buckets_) b.flushed.push_back(b.params);
   b.bytes = 0;
   b.params = 0;
@@ -208,6 +223,12 @@ void StageLowering::optimizer() {
       experts += unit_expert_params(u);
     }
   }
+  // Gradients reduced after the backward: every bucket now, in order.
+  for (const auto& [bytes, axes] : deferred_) {
+    collective(p_.zero >= 1 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, axes, kReduce,
+               p_.zero >= 1 ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, bytes,
+               p_.grad_reduce_dtype, {b_.last(kC)});
+  }
   const bool sharded = p_.zero >= 1 && shards_ > 1;
   auto shard = [&](int64_t x, int64_t n) { return sharded ? (x + n - 1) / n : x; };
   const int64_t params = shard(dense, fsdp_ ? fsdp_shards_ : shards_) + shard(experts, expert_shards_);
@@ -222,12 +243,51 @@ void StageLowering::optimizer() {
   o.bytes_read = Bytes(params * (dtype_bytes(p_.grad_reduce_dtype) + state));
   o.bytes_written = Bytes(params * (state + 2));
   const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
-  if (!sharded || fsdp_) return;
+  if (!sharded || fsdp_ || p_.overlap_param_gather) return;
   for (const auto& [bucket, axes] : {std::pair{&dense_, kDpAxis}, std::pair{&expert_, kExpertDpAxis}}) {
     for (int64_t params_in_bucket : bucket->flushed) {
       collective(CollectiveKind::kAllGather, axes, kGather, "param all-gather", -1, Pass::kOptimizer,
-                 params_in_bucket * kAct, DType::kBf16, {adam});
+                 params_in_bucket * param_gather_bytes(), param_gather_dtype(), {adam});
     }
+  }
+}
+
+/// ZeRO-1/2 with overlap_param_gather (Megatron-Core): the updated
+/// parameters of the previous step are all-gathered bucket by bucket while
+/// this step's forward runs, each layer waiting only for its own bucket. In
+/// a steady-state step the gathers therefore start the step, in forward
+/// order, on the gather stream; buckets hold grad_bucket_bytes of
+/// gradients, as the reduce-scatters do.
+void StageLowering::gather_params_at_start() {
+  if (!(p_.zero >= 1 && p_.zero < 3 && shards_ > 1 && p_.overlap_param_gather)) return;
+  int64_t bucket_params = 0, bucket_experts = 0;
+  std::vector<size_t> waiting;  // unit indices whose bucket is not issued yet
+  auto issue = [&] {
+    if (bucket_params + bucket_experts == 0) return;
+    OpId op = kNone;
+    if (bucket_params > 0) {
+      op = collective(CollectiveKind::kAllGather, kDpAxis, kGather, "param all-gather", -1, Pass::kForward,
+                      bucket_params * param_gather_bytes(), param_gather_dtype(), {});
+    }
+    if (bucket_experts > 0 && expert_shards_ > 1) {
+      op = collective(CollectiveKind::kAllGather, kExpertDpAxis, kGather, "param all-gather", -1, Pass::kForward,
+                      bucket_experts * param_gather_bytes(), param_gather_dtype(), {});
+    }
+    for (size_t u : waiting) param_gather_[u] = op;
+    waiting.clear();
+    bucket_params = bucket_experts = 0;
+  };
+  const int64_t grad = dtype_bytes(p_.grad_reduce_dtype);
+  for (int32_t c = 0; c < v_chunks_; ++c) {
+    const std::vector<int64_t> us = units(c);
+    for (size_t i = 0; i < us.size(); ++i) {
+      bucket_params += unit_params(us[i]);
+      bucket_experts += unit_expert_params(us[i]);
+      waiting.push_back(unit_index(c, i));
+      param_gather_.resize(std::max(param_gather_.size(), unit_index(c, i) + 1), kNone);
+      if ((bucket_params + bucket_experts) * grad >= p_.grad_bucket_bytes) issue();
+    }
+    issue();  // buckets do not span model chunks (one buffer per chunk)
   }
 }
 

@@ -72,7 +72,7 @@ class StageLowering {
     d_ = m_.head_dim;
     h_ = m_.hidden;
     f_ = m_.ffn_hidden / t_;
-    up_n_ = (m_.mlp == MlpKind::kSwiglu ? 2 : 1) * f_;
+    up_n_ = (m_.gated() ? 2 : 1) * f_;
     v_ = padded_vocab(m_, t_) / t_;
     vocab_model_ = static_cast<double>(m_.vocab) / static_cast<double>(padded_vocab(m_, t_));
     w_ = dtype_bytes(p_.matmul_dtype);
@@ -93,12 +93,13 @@ class StageLowering {
     fsdp_shards_ = group * p_.cp;
     fsdp_ = p_.zero == 3 && shards_ > 1;
     for (const char* s : {"compute", "tp comm", "dp gather", "dp reduce", "pp send next", "pp send prev", "pp recv",
-                          "cp send", "cp recv", "ep comm"}) {
+                          "cp send", "cp recv", "ep comm", "tp send", "tp recv"}) {
       b_.add_stream(s);
     }
     const auto nloc = static_cast<size_t>(v_chunks_);
     const auto mbs = static_cast<size_t>(p_.microbatches());
     fwd_end_.assign(nloc, std::vector<OpId>(mbs, kNone));
+    fwd_gather_.assign(nloc, std::vector<std::vector<OpId>>(mbs));
     const RecomputeSpec spec = recompute_spec(p_);
     dense_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, false));
     dense_plan_ = plan_recompute(*dense_graph_, spec);
@@ -110,6 +111,7 @@ class StageLowering {
 
   Program run() {
     const int64_t mbs = p_.microbatches();
+    gather_params_at_start();
     const PipelineSchedule sched = p_.pp == 1 ? PipelineSchedule::kOneFOneB : p_.schedule;
     for (const PipelineStep& st : pipeline_steps(sched, p_.pp, stage_, mbs, v_chunks_)) {
       mb_ = st.microbatch;
@@ -292,11 +294,11 @@ class StageLowering {
     for (int64_t done = 0; done < unit_params(unit); done += bucket) {
       const int64_t n = std::min(bucket, unit_params(unit) - done);
       last = collective(CollectiveKind::kAllGather, fsdp_axes_, kGather, "fsdp all-gather", unit_layer(unit), pass,
-                        n * kAct, DType::kBf16, {done == 0 ? after : kNone});
+                        n * param_gather_bytes(), param_gather_dtype(), {done == 0 ? after : kNone});
     }
     if (unit_expert_params(unit) > 0 && expert_shards_ > 1) {
       last = collective(CollectiveKind::kAllGather, kExpertDpAxis, kGather, "fsdp expert all-gather", unit_layer(unit),
-                        pass, unit_expert_params(unit) * kAct, DType::kBf16, {after});
+                        pass, unit_expert_params(unit) * param_gather_bytes(), param_gather_dtype(), {after});
     }
     // The unit's gathered parameters live until its forward (or backward)
     // ends (reshard after forward).
@@ -305,7 +307,7 @@ class StageLowering {
   }
   /// Bytes of a unit's gathered parameters (bf16, its experts included).
   int64_t gathered_bytes(int64_t unit) const {
-    return (unit_params(unit) + (expert_shards_ > 1 ? unit_expert_params(unit) : 0)) * kAct;
+    return (unit_params(unit) + (expert_shards_ > 1 ? unit_expert_params(unit) : 0)) * param_gather_bytes();
   }
 
   // ---- layers ----------------------------------------------------------------------
@@ -324,8 +326,12 @@ class StageLowering {
   }
   OpId act_op(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
     const int64_t e = T_ * f_;
-    const bool swiglu = m_.mlp == MlpKind::kSwiglu;
-    const std::string_view name = swiglu ? "swiglu" : "gelu";
+    const bool swiglu = m_.gated();
+    const std::string_view name = m_.mlp == MlpKind::kSwiglu  ? "swiglu"
+                                  : m_.mlp == MlpKind::kGeglu ? "geglu"
+                                  : m_.mlp == MlpKind::kRelu2 ? "squared relu"
+                                  : m_.mlp == MlpKind::kRelu  ? "relu"
+                                                              : "gelu";
     if (pass != Pass::kBackward) {
       return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 2 : 1) * e * kAct, e * kAct, 8, deps);
     }
@@ -372,6 +378,22 @@ class StageLowering {
   /// gradient at its input and sets wgrad.
   OpId mlp_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad);
 
+  // Tensor-parallel communication overlap (Transformer Engine userbuffers).
+  bool userbuffers() const { return p_.tp_comm_overlap && t_ > 1 && p_.sequence_parallel; }
+  /// An all-gather over tp pipelined with the GEMM that consumes it (ring
+  /// exchange): the GEMM runs in tp chunks of m/tp rows; chunk 0 uses the
+  /// local shard, chunk i the shard the i-th ring step brought, sent on by
+  /// copy engines (no SMs). Returns the last chunk; `last_recv` is the
+  /// receive after which the whole gathered tensor is present.
+  OpId ub_gather_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
+                        const std::vector<OpId>& deps, double model_fraction, OpId& last_recv);
+  /// A GEMM whose output is reduce-scattered over tp in pipelined chunks
+  /// (userbuffers' pipeline method): the GEMM runs in tp_comm_chunks chunks
+  /// and each chunk's reduce-scatter (holding tp_comm_overlap_sms SMs)
+  /// overlaps the next chunk. Returns the last reduce-scatter.
+  OpId ub_matmul_scatter(std::string_view name, std::string_view rs_name, int32_t L, Pass pass, int64_t m, int64_t n,
+                         int64_t k, const std::vector<OpId>& deps);
+
   /// Residual add (with dropout: Megatron's fused bias-dropout-add, which
   /// also writes a 1-byte mask).
   OpId residual(int32_t L, Pass pass, const std::vector<OpId>& deps) {
@@ -410,6 +432,16 @@ class StageLowering {
   void flush(Bucket& b, uint8_t axes);
   void flush_bucket();
   void optimizer();
+  void gather_params_at_start();
+  /// A unit's index over the stage's chunks, for per-unit tables.
+  size_t unit_index(int32_t local, size_t i) const {
+    size_t base = 0;
+    for (int32_t c = 0; c < local; ++c) base += units(c).size();
+    return base + i;
+  }
+  /// Parameter all-gathers move bf16 weights, or fp8 ones with fp8_param_gather.
+  int64_t param_gather_bytes() const { return p_.fp8_param_gather ? 1 : kAct; }
+  DType param_gather_dtype() const { return p_.fp8_param_gather ? DType::kFp8 : DType::kBf16; }
   static constexpr int64_t kEmbedUnit = -1;
   static constexpr int64_t kHeadUnit = -2;
   const ModelSpec& m_;
@@ -431,7 +463,10 @@ class StageLowering {
   int64_t layer_params_ = 0, embed_params_ = 0, head_params_ = 0;
   double vocab_model_ = 1.0;  // model share of the padded vocabulary
   int32_t mb_ = 0;
-  std::vector<std::vector<OpId>> fwd_end_;  // [chunk][microbatch]
+  std::vector<std::vector<OpId>> fwd_end_;                  // [chunk][microbatch]
+  std::vector<std::vector<std::vector<OpId>>> fwd_gather_;  // [chunk][microbatch][unit]: FSDP forward gathers
+  std::vector<OpId> param_gather_;                          // [unit_index]: overlapped ZeRO-1/2 parameter all-gathers
+  std::vector<std::pair<int64_t, uint8_t>> deferred_;       // gradient buckets reduced after the backward
   Bucket dense_, expert_;
   std::unique_ptr<LayerGraph> dense_graph_, moe_graph_;
   RecomputePlan dense_plan_, moe_plan_;

@@ -79,6 +79,10 @@ struct Op {
   MeshAxis peer_axis = MeshAxis::kPp;
   /// Launched as part of a captured CUDA graph: no per-op launch overhead.
   bool graphed = false;
+  /// A communication op whose kernels hold SMs while it runs (NCCL: one
+  /// thread block per channel), slowing compute beside it; false for
+  /// transfers by copy engines (Transformer Engine's ring exchange).
+  bool holds_sms = true;
   /// Device memory the op holds only while it runs (its working set); what
   /// outlives an op is a MemoryEvent of its program.
   Bytes mem_transient{0};

@@ -14,6 +14,8 @@ namespace shardsim {
 std::string_view to_string(Framework f);
 /// A recomputation policy as a plan names it ("none", "op_sac", ...).
 std::string_view to_string(Recompute r);
+/// An fp8 recipe as a plan names it ("delayed", "tensorwise", ...).
+std::string_view to_string(Plan::Fp8Recipe r);
 /// The framework a plan's "framework" value names, or nullopt.
 std::optional<Framework> framework_named(std::string_view name);
 /// Every framework, in the order the docs list them.

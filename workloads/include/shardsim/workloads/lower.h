@@ -21,6 +21,8 @@ struct TrainStreams {
   static constexpr StreamId kCpSend = 7;    ///< ring-attention sends (context parallelism)
   static constexpr StreamId kCpRecv = 8;    ///< ring-attention receives
   static constexpr StreamId kEp = 9;        ///< expert-parallel all-to-alls
+  static constexpr StreamId kTpSend = 10;   ///< tensor-parallel ring exchange (userbuffers): sends
+  static constexpr StreamId kTpRecv = 11;   ///< tensor-parallel ring exchange: receives
 };
 
 /// How the layers are cut into pipeline chunks: chunk g (0..pp·v-1) holds

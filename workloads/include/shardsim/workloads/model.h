@@ -6,9 +6,15 @@
 
 namespace shardsim {
 
-enum class MlpKind : uint8_t { kGelu, kSwiglu };
+/// The MLP's activation: gated ones (SwiGLU, GeGLU) have a gate and an up
+/// projection, the others one up projection (GeLU; squared ReLU as
+/// Nemotron; ReLU).
+enum class MlpKind : uint8_t { kGelu, kSwiglu, kGeglu, kRelu2, kRelu };
 enum class NormKind : uint8_t { kLayerNorm, kRmsNorm };
-enum class PositionKind : uint8_t { kLearned, kRope };
+/// Positions: a learned table added to the embeddings, rotary embeddings of
+/// q and k, or none in the layer's tensors (ALiBi's bias lives inside the
+/// attention kernel).
+enum class PositionKind : uint8_t { kLearned, kRope, kNone };
 
 /// A mixture-of-experts MLP (Shazeer et al. 2017; Fedus et al. 2021): each
 /// token goes to top_k of `experts` routed experts (SwiGLU MLPs of width
@@ -38,10 +44,29 @@ struct ModelSpec {
   PositionKind position = PositionKind::kRope;
   bool tied_embeddings = false;
   bool dropout = false;  ///< dropout on attention probabilities and hidden states (GPT training)
+  /// Biases on every projection (GPT-style); defaults to true for GeLU models.
+  bool bias = false;
+  /// Sliding-window attention: windowed layers attend to the last
+  /// attention_window tokens only (0: every layer attends to all).
+  int64_t attention_window = 0;
+  /// With a window, every global_every-th layer (layers global_every-1,
+  /// 2·global_every-1, ...) attends to all tokens (Gemma 3: 6; GPT-OSS: 2);
+  /// 0: every layer is windowed.
+  int64_t global_every = 0;
+  /// RMS norms of the queries and keys (Qwen 3, Gemma 3).
+  bool qk_norm = false;
   MoeSpec moe;
   std::string source;
 
   bool is_moe() const { return moe.experts > 0; }
+  bool gated() const { return mlp == MlpKind::kSwiglu || mlp == MlpKind::kGeglu; }
+  /// Whether `layer` attends through a sliding window.
+  bool windowed(int64_t layer) const {
+    return attention_window > 0 && (global_every <= 0 || (layer + 1) % global_every != 0);
+  }
+  /// Causal query-key pairs of one sequence of s tokens in `layer`: s(s+1)/2,
+  /// or with a window W < s, W(W+1)/2 + (s-W)·W.
+  double attention_pairs(int64_t layer, int64_t s) const;
   bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= moe.first_dense_layers; }
   int64_t moe_layers() const { return is_moe() ? layers - moe.first_dense_layers : 0; }
 };
@@ -74,6 +99,8 @@ struct ParamCount {
 };
 
 ParamCount count_params(const ModelSpec& m);
+/// Causal query-key pairs of one sequence of s tokens summed over the layers.
+double attention_pairs_all_layers(const ModelSpec& m, int64_t s);
 
 /// Parameters one device holds before any ZeRO sharding, under tensor
 /// parallelism `tp` (heads, MLP and the padded vocabulary split over tp; KV

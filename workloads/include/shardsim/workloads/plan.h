@@ -52,12 +52,53 @@ struct Plan {
   Recompute recompute = Recompute::kNone;
   /// recompute "custom": the tensors kept, by name (docs/scenario.md).
   std::vector<std::string> recompute_keep;
+  /// Tensors kept in host memory instead of HBM (MaxText's "offload"): they
+  /// cost no device memory and cross PCIe both ways.
+  std::vector<std::string> recompute_offload;
+  /// The policy applies to the first recompute_layers layers of each
+  /// pipeline chunk (Megatron's block method); the others keep everything.
+  /// 0: every layer.
+  int64_t recompute_layers = 0;
+  /// The policy applies to one layer in every recompute_every (torchtitan's
+  /// "selective layer" checkpointing); the others keep everything. 0: every
+  /// layer.
+  int64_t recompute_every = 0;
   Framework framework = Framework::kGeneric;
   /// The q, k, v projections run as one GEMM (Megatron's linear_qkv); false:
   /// three (torchtitan's wq, wk, wv; MaxText's query, key, value).
   bool fused_qkv = true;
   /// SwiGLU's gate and up projections run as one GEMM (Megatron's fc1).
   bool fused_gate_up = true;
+  /// Data parallelism: gradient buckets are reduced as soon as they fill
+  /// during the last backward (Megatron-Core overlap_grad_reduce, PyTorch
+  /// DDP); false: all after the backward.
+  bool overlap_grad_reduce = true;
+  /// ZeRO-1/2: the all-gather of the updated parameters overlaps the next
+  /// step's forward, bucket by bucket (Megatron-Core overlap_param_gather):
+  /// in a steady-state step it runs at the step's start and each layer's
+  /// forward waits for its bucket only.
+  bool overlap_param_gather = false;
+  /// Parameter all-gathers (ZeRO-1/2 and FSDP) move fp8 weights (Transformer
+  /// Engine fp8 parameters, torchao's float8 all-gather).
+  bool fp8_param_gather = false;
+  /// FSDP: a unit's gathered parameters are freed after its forward and
+  /// gathered again for its backward; false: kept until the backward.
+  bool fsdp_reshard_after_forward = true;
+  /// Tensor-parallel communication overlapped with the GEMMs around it
+  /// (Transformer Engine userbuffers): the all-gather before a
+  /// column-parallel GEMM and the reduce-scatter after a row-parallel one
+  /// run in chunks pipelined with the GEMM's chunks, and the backward's
+  /// gathers and reduce-scatters overlap the independent GEMM beside them.
+  bool tp_comm_overlap = false;
+  /// SMs a pipelined userbuffers reduce-scatter holds beside its GEMM
+  /// (Transformer Engine's num_sm; ring exchanges use copy engines).
+  int tp_comm_overlap_sms = 16;
+  /// How context parallelism moves keys and values: a ring of
+  /// point-to-point transfers overlapped with the attention steps (p2p,
+  /// Megatron's default), one all-gather of the keys and values per
+  /// attention (PyTorch's allgather rotation), or all-to-alls that trade
+  /// sequence for heads (a2a, Ulysses).
+  enum class CpComm : uint8_t { kP2p, kAllGather, kAllToAll } cp_comm = CpComm::kP2p;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaving)
   /// Layers of each model chunk in pipeline order (pp·virtual_stages
@@ -99,6 +140,33 @@ struct Plan {
   int64_t grad_bucket_bytes = 160'000'000;  ///< Megatron default: 40M fp32 grads
   DType grad_reduce_dtype = DType::kFp32;
   DType matmul_dtype = DType::kBf16;
+  /// How fp8 matmuls are scaled: Transformer Engine's delayed scaling
+  /// (amax history), per-tensor current scaling (tensorwise), per-row
+  /// scaling (rowwise; rowwise_gw_hp keeps the weight-gradient GEMM in
+  /// bf16), or MXFP8 blocks of 32. Decides the quantisation kernels a GEMM
+  /// pays for and which GEMMs run in fp8.
+  enum class Fp8Recipe : uint8_t {
+    kDelayed,
+    kTensorwise,
+    kRowwise,
+    kRowwiseGwHp,
+    kMxfp8
+  } fp8_recipe = Fp8Recipe::kDelayed;
+  /// Mixture of experts: how tokens reach the experts' devices, by
+  /// all-to-all (Megatron's alltoall dispatcher) or by all-gathering every
+  /// token over the expert-parallel group (its allgather dispatcher).
+  enum class MoeDispatcher : uint8_t { kAllToAll, kAllGather } moe_dispatcher = MoeDispatcher::kAllToAll;
+  /// Experts' MLPs split over this many tensor-parallel ranks (Megatron's
+  /// expert_tensor_parallel_size); 1: whole experts.
+  int64_t expert_tp = 1;
+  /// The local experts run as one grouped GEMM; false: one GEMM per expert.
+  bool moe_grouped_gemm = true;
+  /// Device memory the stack holds outside the step's tensors: CUDA context,
+  /// NCCL and library workspaces (bytes); the framework's default.
+  int64_t memory_reserved_bytes = 0;
+  /// What a caching allocator reserves beyond the bytes allocated at the
+  /// peak, as a fraction of them (fragmentation); the framework's default.
+  double allocator_overhead = 0;
   std::array<MeshAxis, kNumMeshAxes> mesh_order{MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp};
   // Inference (phase prefill or decode). Each of the dp replicas serves its
   // own batch of microbatch_size sequences; seq_len is the prompt length

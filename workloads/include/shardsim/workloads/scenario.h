@@ -32,10 +32,16 @@ struct Published {
   std::vector<std::pair<std::string, double>> metrics;
   std::string source;
   std::string assumptions;
-  /// The row was used to fit a chip default (its "fitted" flag), so it is
-  /// not a held-out test of that default; `shardsim validate` reports the
-  /// held-out rows apart.
+  /// The row was used to fit a named parameter (its "fitted" flag), so it
+  /// is not a held-out test of it.
   bool fitted = false;
+  /// Which side of the validation protocol the row is on: "held_out"
+  /// (evaluated, never tuned on), "development" (mechanisms were developed
+  /// against it) or "in_sample" (the 2021-era tables the project was
+  /// developed against).
+  std::string split = "in_sample";
+  std::string row;        ///< the row's id in its collection (modern_runs.json)
+  std::string source_id;  ///< the source's short id, for grouping
 };
 
 /// How a scenario is simulated (its optional "simulator" object).
