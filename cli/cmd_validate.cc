@@ -16,7 +16,7 @@
 namespace shardsim::cli {
 
 int cmd_validate(const std::vector<std::string>& args) {
-  std::string dir;
+  std::string dir, split;
   bool json = false, check = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (size_t i = 0; i < args.size(); ++i) {
@@ -25,6 +25,12 @@ int cmd_validate(const std::vector<std::string>& args) {
       json = true;
     } else if (a == "--check") {
       check = true;
+    } else if (a == "--split") {
+      if (i + 1 >= args.size()) throw UsageError("validate: --split needs held_out, development or in_sample");
+      split = args[++i];
+      if (split != "held_out" && split != "development" && split != "in_sample") {
+        throw UsageError("validate: --split expects held_out, development or in_sample, got " + split);
+      }
     } else if (a == "--threads") {
       if (i + 1 >= args.size()) throw UsageError("validate: --threads needs a count");
       threads = static_cast<int>(parse_int("--threads", args[++i], 1, 256));
@@ -41,11 +47,14 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (!std::filesystem::is_directory(dir, ec)) throw UsageError("validate: " + dir + " is not a directory");
   // A progress line on a terminal only; silent on pipes and in CI.
   const bool progress = ::isatty(STDERR_FILENO) != 0;
-  const ValidationReport rep = validate_directory(dir, threads, check, [&](size_t done, size_t total) {
-    if (!progress) return;
-    std::fprintf(stderr, "\r[%zu/%zu] simulated", done, total);
-    std::fflush(stderr);
-  });
+  const ValidationReport rep = validate_directory(
+      dir, threads, check,
+      [&](size_t done, size_t total) {
+        if (!progress) return;
+        std::fprintf(stderr, "\r[%zu/%zu] simulated", done, total);
+        std::fflush(stderr);
+      },
+      split);
   if (progress) std::fprintf(stderr, "\r%40s\r", "");
   if (check) {
     std::printf("every scenario under %s loads\n", dir.c_str());

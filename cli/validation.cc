@@ -138,7 +138,7 @@ std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport
 }
 
 ValidationReport validate_directory(const std::string& dir, int threads, bool check_only,
-                                    const std::function<void(size_t, size_t)>& progress) {
+                                    const std::function<void(size_t, size_t)>& progress, const std::string& split) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   ValidationReport rep;
@@ -158,6 +158,18 @@ ValidationReport validate_directory(const std::string& dir, int threads, bool ch
   scenarios.reserve(files.size());
   for (const auto& f : files) scenarios.push_back(load_scenario(f));
   if (check_only) return rep;
+  if (!split.empty()) {
+    std::vector<std::string> kept_files;
+    std::vector<Scenario> kept;
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (scenarios[i].published.split != split) continue;
+      kept_files.push_back(files[i]);
+      kept.push_back(std::move(scenarios[i]));
+    }
+    files = std::move(kept_files);
+    scenarios = std::move(kept);
+    std::erase_if(rep.skipped, [&](const SkippedRow& s) { return s.split != split; });
+  }
 
   std::vector<std::vector<ValidationRow>> per_file(files.size());
   std::atomic<size_t> next{0}, done{0};

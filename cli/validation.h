@@ -73,11 +73,15 @@ struct ValidationReport {
 /// Loads every scenario with a "published" object under `dir` (recursively,
 /// in sorted path order), simulates it (the replica shortcut whenever dp >
 /// 1) on `threads` threads, and compares. With `check_only`, loads and
-/// checks every scenario without simulating (rows stay empty). `progress`
+/// checks every scenario without simulating (rows stay empty). A non-empty
+/// `split` simulates only the scenarios on that side of the protocol (while
+/// developing: "development", so that held-out rows are not looked at).
+/// `progress`
 /// (may be empty) is told each finished file. Throws InputError for a bad
 /// scenario or manifest.
 ValidationReport validate_directory(const std::string& dir, int threads, bool check_only,
-                                    const std::function<void(size_t done, size_t total)>& progress = {});
+                                    const std::function<void(size_t done, size_t total)>& progress = {},
+                                    const std::string& split = "");
 
 /// The report as a table (the summary `shardsim validate` prints) and as
 /// one JSON object.

@@ -54,6 +54,18 @@ double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t b
   return std::min(1.0, useful / padded);
 }
 
+double attention_efficiency(const Op& op, const ChipSpec& chip) {
+  const ChipSpec::AttentionRate& r = chip.attention_kernels[static_cast<size_t>(op.kernel)];
+  const bool backward = op.pass == Pass::kBackward;
+  const double measured = backward ? r.backward : r.forward;
+  if (op.kernel == AttentionKernel::kDefault || measured <= 0) return chip.attention_efficiency;
+  // The benchmarks count a backward as 2.5 forwards (five matmuls, QK^T
+  // recomputed); the lowering counts the four it must do, twice the forward.
+  const double convention = backward ? 2.0 / 2.5 : 1.0;
+  const double keys = static_cast<double>(std::max<int64_t>(op.n, 1));
+  return measured * convention * keys / (keys + r.half_tokens);
+}
+
 FlopsPerSec peak_for(DType d, const ChipSpec& chip) {
   if ((d == DType::kFp8 || d == DType::kInt8) && chip.fp8_peak.value() > 0) return chip.fp8_peak;
   return chip.bf16_peak;
@@ -71,13 +83,15 @@ ChipSpec chip_beside_communication(const ChipSpec& chip) {
 
 SimTime compute_time(const Op& op, const ChipSpec& chip) {
   const double bytes = static_cast<double>(op.bytes_read.value() + op.bytes_written.value());
-  const double mem_s = bytes / (chip.hbm_bandwidth.value() * chip.memory_efficiency);
+  const double mem_s = bytes / (chip.hbm_bandwidth.value() * chip.memory_efficiency * op.memory_efficiency);
   double flop_s = 0;
   if (op.compute == ComputeKind::kMatmul) {
-    const double eff = chip.matmul_efficiency * matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip);
+    const bool low = (op.dtype == DType::kFp8 || op.dtype == DType::kInt8) && chip.fp8_peak.value() > 0;
+    const double eff = (low ? chip.fp8_matmul_efficiency : chip.matmul_efficiency) *
+                       matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip);
     flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * eff);
   } else if (op.compute == ComputeKind::kAttention) {
-    flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * chip.attention_efficiency);
+    flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * attention_efficiency(op, chip));
   }
   return (op.graphed ? SimTime() : chip.launch_overhead) + to_sim_time(std::max(mem_s, flop_s));
 }

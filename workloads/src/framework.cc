@@ -8,6 +8,13 @@
 namespace shardsim {
 namespace {
 
+// Megatron-LM 2021's memory-bound kernels (fused scale-mask-softmax,
+// dropout, bias-GeLU, the unfused attention's score traffic) reach this
+// fraction of the chip's STREAM-measured bandwidth. Fitted, not measured:
+// examples/validation/fit_megatron2021.py on the four Megatron-LM SC'21
+// Table 1 runs without a pipeline (docs/validation.md).
+constexpr double kMegatron2021MemoryKernelEfficiency = 0.63;
+
 constexpr std::array<Framework, 6> kAll = {Framework::kGeneric,    Framework::kMegatron2021, Framework::kMegatronCore,
                                            Framework::kTorchtitan, Framework::kMaxtext,      Framework::kDeepspeed};
 
@@ -67,6 +74,30 @@ std::string_view to_string(Plan::Fp8Recipe r) {
   return "?";
 }
 
+std::string_view to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kDefault:
+      return "default";
+    case AttentionKernel::kFlash2:
+      return "flash2";
+    case AttentionKernel::kFlash3:
+      return "flash3";
+    case AttentionKernel::kCudnn:
+      return "cudnn";
+    case AttentionKernel::kSplash:
+      return "splash";
+  }
+  return "?";
+}
+
+std::optional<AttentionKernel> attention_kernel_named(std::string_view name) {
+  for (auto k : {AttentionKernel::kDefault, AttentionKernel::kFlash2, AttentionKernel::kFlash3, AttentionKernel::kCudnn,
+                 AttentionKernel::kSplash}) {
+    if (to_string(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
 std::optional<Framework> framework_named(std::string_view name) {
   for (Framework f : kAll) {
     if (to_string(f) == name) return f;
@@ -95,20 +126,33 @@ Plan framework_defaults(Framework f) {
       p.p2p_scatter_gather = true;
       p.tp_grad_overlap = false;
       p.grad_accumulation_fusion = false;
+      p.memory_kernel_efficiency = kMegatron2021MemoryKernelEfficiency;
       break;
     case Framework::kMegatronCore:
+      // Transformer Engine's DotProductAttention picks cuDNN's fused
+      // attention on sm90 when both backends are allowed (TransformerEngine
+      // v1.11 pytorch/attention.py); NeMo's recipes set NVTE_FUSED_ATTN=1.
+      p.attention_kernel = AttentionKernel::kCudnn;
       break;
     case Framework::kTorchtitan:
-      // Separate wq, wk, wv and w1, w3 linears (torchtitan models/llama).
+      // Separate wq, wk, wv and w1, w3 linears (torchtitan models/llama);
+      // SDPA picks FlashAttention-2 for bf16 (flash > efficient > math).
       p.fused_qkv = false;
       p.fused_gate_up = false;
+      p.attention_kernel = AttentionKernel::kFlash2;
       break;
     case Framework::kMaxtext:
-      // Separate query, key, value and wi_0, wi_1 projections (MaxText layers).
+      // Separate query, key, value and wi_0, wi_1 projections (MaxText
+      // layers); on GPUs cudnn_flash_te (Transformer Engine over cuDNN).
       p.fused_qkv = false;
       p.fused_gate_up = false;
+      p.attention_kernel = AttentionKernel::kCudnn;
       break;
     case Framework::kDeepspeed:
+      // Megatron-DeepSpeed of 2021-2022 runs Megatron-LM's model code of the
+      // time: unfused attention and its memory-bound kernels.
+      p.fused_attention = false;
+      p.memory_kernel_efficiency = kMegatron2021MemoryKernelEfficiency;
       break;
   }
   return p;

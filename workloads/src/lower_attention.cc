@@ -97,6 +97,7 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<O
     }
     Op o = base("ring attention", layer, pass, kC);
     o.compute = ComputeKind::kAttention;
+    o.kernel = p_.attention_kernel;
     o.batch = p_.microbatch_size;
     o.m = T_ / p_.microbatch_size;
     o.n = T_ / p_.microbatch_size;
@@ -117,6 +118,7 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<O
 OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   Op o = base("attention", layer, pass, kC);
   o.compute = ComputeKind::kAttention;
+  o.kernel = p_.attention_kernel;
   o.batch = p_.microbatch_size;
   o.m = p_.seq_len;
   o.n = p_.seq_len;

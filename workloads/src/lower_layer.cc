@@ -227,6 +227,106 @@ OpId StageLowering::ub_matmul_scatter(std::string_view name, std::string_view rs
   return rs;
 }
 
+// fp8 quantisation kernels, by recipe (memory-bound; bytes per element of
+// the tensor quantised: bf16 in, fp8 out, a transposed copy where the
+// backward GEMMs need one):
+//   delayed (Transformer Engine DelayedScaling; flax Fp8DotGeneralOp): the
+//     scale is last steps' amax, so a cast writes fp8 and its transpose in
+//     one pass (TE cast_transpose: read 2, write 2); a LayerNormLinear's
+//     norm writes its fp8 output itself; each GEMM's output gradient is
+//     cast-transposed once for dgrad and wgrad; weights are cast once per
+//     step (TE caches them over microbatches), not at all when the
+//     parameters are fp8 (fp8_param_gather).
+//   tensorwise (torchao dynamic scaling): the amax of the tensor first, then
+//     the cast (read 2, read 2 + write 1 = 5), for inputs and weights every
+//     forward (weights not, when all-gathered in fp8 with the scale
+//     precomputed); backward casts the output gradient the same way and
+//     re-casts the saved bf16 input and the weight for wgrad and dgrad
+//     (read 2, write 1).
+//   rowwise, mxfp8 (torchao per-row and 32-element block scales): each cast
+//     is one pass (read 2, write 1) along one dimension; the backward needs
+//     both dimensions of the gradient and the other dimension of input and
+//     weight. rowwise_gw_hp runs wgrad in bf16: only the gradient's dgrad
+//     cast and the weight's.
+// (TransformerEngine transformer_engine/pytorch/module/linear.py;
+// pytorch/ao torchao/float8/float8_linear.py, config.py;
+// torchao/prototype/mx_formats/mx_linear.py.)
+StageLowering::LinearShape StageLowering::linear_shape(Node n) const {
+  const int64_t fe = m_.moe.expert_ffn_hidden, fs = m_.moe.shared_experts * fe, slots = moe_slots();
+  const bool fused_qkv = p_.fused_qkv, fused_up = p_.fused_gate_up && m_.gated();
+  switch (n) {
+    case Node::kQ:
+      return {T_ * h_, T_ * (fused_qkv ? a_ + 2 * kv_ : a_) * d_, h_ * (fused_qkv ? a_ + 2 * kv_ : a_) * d_, true};
+    case Node::kK:
+    case Node::kV:
+      return {T_ * h_, T_ * kv_ * d_, h_ * kv_ * d_, true};
+    case Node::kProj:
+      return {T_ * a_ * d_, T_ * h_, a_ * d_ * h_, false};
+    case Node::kGate:
+    case Node::kUp:
+      return {T_ * h_, T_ * (fused_up ? up_n_ : f_), h_ * (fused_up ? up_n_ : f_), true};
+    case Node::kDown:
+      return {T_ * f_, T_ * h_, f_ * h_, false};
+    case Node::kEUp:
+      return {slots * h_, slots * 2 * fe, local_experts_ * h_ * 2 * fe, false};
+    case Node::kEDown:
+      return {slots * fe, slots * h_, local_experts_ * fe * h_, false};
+    case Node::kSUp:
+      return {Ts_ * h_, Ts_ * 2 * fs, h_ * 2 * fs, true};
+    case Node::kSDown:
+      return {Ts_ * fs, Ts_ * h_, fs * h_, false};
+    default:
+      return {};
+  }
+}
+
+std::vector<OpId> StageLowering::fp8_forward_casts(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
+  const LinearShape s = linear_shape(n);
+  if (!fp8() || s.in == 0) return deps;
+  using R = Plan::Fp8Recipe;
+  int64_t bytes = 0;
+  switch (p_.fp8_recipe) {
+    case R::kDelayed:
+      if (!s.norm_fed) bytes += 4 * s.in;
+      if (mb_ == 0 && pass == Pass::kForward && !p_.fp8_param_gather) bytes += 4 * s.weight;
+      break;
+    case R::kTensorwise:
+      bytes += 5 * s.in + (p_.fp8_param_gather ? 0 : 5 * s.weight);
+      break;
+    case R::kRowwise:
+    case R::kRowwiseGwHp:
+    case R::kMxfp8:
+      bytes += 3 * s.in + 3 * s.weight;
+      break;
+  }
+  if (bytes == 0) return deps;
+  return {memop(ComputeKind::kElementwise, "fp8 quantize", L, pass, bytes / 3, bytes * 2 / 3, bytes / 3, 2, deps)};
+}
+
+OpId StageLowering::fp8_backward_casts(Node n, int32_t L, OpId dep) {
+  const LinearShape s = linear_shape(n);
+  if (!fp8() || s.in == 0) return dep;
+  using R = Plan::Fp8Recipe;
+  int64_t bytes = 0;
+  switch (p_.fp8_recipe) {
+    case R::kDelayed:
+      bytes = 4 * s.out;
+      break;
+    case R::kTensorwise:
+      bytes = 5 * s.out + 3 * s.in + (p_.fp8_param_gather ? 0 : 3 * s.weight);
+      break;
+    case R::kRowwise:
+    case R::kMxfp8:
+      bytes = 6 * s.out + 3 * s.in + 3 * s.weight;
+      break;
+    case R::kRowwiseGwHp:
+      bytes = 3 * s.out + 3 * s.weight;
+      break;
+  }
+  return memop(ComputeKind::kElementwise, "fp8 quantize", L, Pass::kBackward, bytes / 3, bytes * 2 / 3, bytes / 3, 2,
+               {dep});
+}
+
 OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId in, OpId weights, LayerOps& ops) {
   const LayerGraph& g = graph(L);
   const RecomputePlan& rp = recompute_plan(L);
@@ -256,6 +356,7 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
       if (pass == Pass::kForward) alloc += g.bytes(Node::kIn);  // the layer's input: its checkpoint
       first = false;
     }
+    if (linear_shape(n).in > 0) deps = fp8_forward_casts(n, L, pass, deps);
     OpId op;
     const bool ub = userbuffers() && pass == Pass::kForward;
     if (ub && (n == Node::kAg1 || n == Node::kAg2 || n == Node::kRs1 || n == Node::kRs2)) {
@@ -289,6 +390,7 @@ OpId StageLowering::mlp_backward(int32_t L, OpId cur, OpId weights, const LayerO
   const Pass pass = Pass::kBackward;
   const Node ln2_out = graph(L).present(Node::kAg2) ? Node::kAg2 : Node::kLn2;
   OpId x, dg;
+  cur = fp8_backward_casts(Node::kDown, L, cur);
   if (userbuffers()) {
     // The output gradient's gather is a ring exchange under the dgrad GEMM.
     dg = ub_gather_matmul("mlp down dgrad", L, pass, T_, f_, h_, {cur, weights}, 1.0, x);
@@ -300,9 +402,11 @@ OpId StageLowering::mlp_backward(int32_t L, OpId cur, OpId weights, const LayerO
   x = act_op(L, pass, {dg, rec[Node::kGate], rec[Node::kUp]});
   OpId wg;
   if (graph(L).fused_with(Node::kUp).count() > 1 || !m_.gated()) {
+    x = fp8_backward_casts(m_.gated() ? Node::kGate : Node::kUp, L, x);
     dg = matmul("mlp up dgrad", L, pass, T_, h_, up_n_, {x});
     wg = matmul("mlp up wgrad", L, pass, h_, up_n_, T_, {x, rec[ln2_out]}, 1.0, 1, Operands::kWeightGrad);
   } else {
+    x = fp8_backward_casts(Node::kUp, L, fp8_backward_casts(Node::kGate, L, x));
     matmul("mlp gate dgrad", L, pass, T_, h_, f_, {x});
     matmul("mlp gate wgrad", L, pass, h_, f_, T_, {x, rec[ln2_out]}, 1.0, 1, Operands::kWeightGrad);
     dg = matmul("mlp up dgrad", L, pass, T_, h_, f_, {x});
@@ -337,6 +441,7 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
   x = residual(L, pass, {x});
   // Attention block.
   OpId dg;
+  x = fp8_backward_casts(Node::kProj, L, x);
   if (userbuffers()) {
     const OpId grad = x;
     dg = ub_gather_matmul("attn out dgrad", L, pass, T_, a_ * d_, h_, {grad}, 1.0, x);
@@ -354,6 +459,8 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
     x = memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, {x});
   }
   const Node ln1_out = g.present(Node::kAg1) ? Node::kAg1 : Node::kLn1;
+  x = fp8_backward_casts(Node::kQ, L, x);
+  if (g.fused_with(Node::kQ).count() == 1) x = fp8_backward_casts(Node::kV, L, fp8_backward_casts(Node::kK, L, x));
   if (g.fused_with(Node::kQ).count() > 1) {
     const int64_t qkv_n = (a_ + 2 * kv_) * d_;
     dg = matmul("qkv dgrad", L, pass, T_, h_, qkv_n, {x}, qkv_model_fraction());

@@ -39,7 +39,7 @@ OpId StageLowering::moe_node(Node n, int32_t L, Pass pass, const std::vector<OpI
   const int64_t e = local_experts_ * me * fe;
   switch (n) {
     case Node::kRouter:
-      return matmul("router", L, pass, Ts_, E, h_, deps);
+      return matmul("router", L, pass, Ts_, E, h_, deps, 1.0, 1, Operands::kWeights, Precision::kHigh);
     case Node::kTopk:
       return memop(ComputeKind::kSoftmax, "router top-k", L, pass, Ts_ * E, Ts_ * E * kAct, Ts_ * k * 8, 4, deps);
     case Node::kPermute:
@@ -87,25 +87,30 @@ OpId StageLowering::moe_backward(int32_t L, OpId cur, OpId weights, const LayerO
   OpId shared = kNone;
   if (m_.moe.shared_experts > 0) {
     const int64_t fs = m_.moe.shared_experts * fe;
-    shared = matmul("shared experts down dgrad", L, pass, Ts_, fs, h_, {cur});
-    matmul("shared experts down wgrad", L, pass, fs, h_, Ts_, {cur, rec[Node::kSAct]}, 1.0, 1, Operands::kWeightGrad);
+    const OpId g = fp8_backward_casts(Node::kSDown, L, cur);
+    shared = matmul("shared experts down dgrad", L, pass, Ts_, fs, h_, {g});
+    matmul("shared experts down wgrad", L, pass, fs, h_, Ts_, {g, rec[Node::kSAct]}, 1.0, 1, Operands::kWeightGrad);
     shared = memop(ComputeKind::kElementwise, "swiglu", L, pass, Ts_ * fs, 3 * Ts_ * fs * kAct, 2 * Ts_ * fs * kAct, 12,
                    {shared, rec[Node::kSUp]});
+    shared = fp8_backward_casts(Node::kSUp, L, shared);
     const OpId sd = matmul("shared experts up dgrad", L, pass, Ts_, h_, 2 * fs, {shared});
     matmul("shared experts up wgrad", L, pass, h_, 2 * fs, Ts_, {shared, rec[Node::kLn2]}, 1.0, 1,
            Operands::kWeightGrad);
     shared = sd;
   }
+  y = fp8_backward_casts(Node::kEDown, L, y);
   OpId dg = experts_matmul("experts down dgrad", L, pass, me, fe, h_, {y});
   experts_matmul("experts down wgrad", L, pass, fe, h_, me, {y, rec[Node::kEAct]}, Operands::kWeightGrad);
   const int64_t e = local_experts_ * me * fe;
   dg = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 3 * e * kAct, 2 * e * kAct, 12, {dg, rec[Node::kEUp]});
+  dg = fp8_backward_casts(Node::kEUp, L, dg);
   const OpId up_dg = experts_matmul("experts up dgrad", L, pass, me, h_, 2 * fe, {dg});
   experts_matmul("experts up wgrad", L, pass, h_, 2 * fe, me, {dg, rec[expert_in]}, Operands::kWeightGrad);
   y = p_.ep > 1 ? all_to_all("moe dispatch", L, pass, {up_dg}) : up_dg;
   y = memop(ComputeKind::kElementwise, "moe permute", L, pass, Ts_ * h_, slots * h_ * kAct, Ts_ * h_ * kAct, 1, {y});
-  const OpId rd = matmul("router dgrad", L, pass, Ts_, h_, E, {y});
-  wgrad = matmul("router wgrad", L, pass, h_, E, Ts_, {y, rec[Node::kLn2]}, 1.0, 1, Operands::kWeightGrad);
+  const OpId rd = matmul("router dgrad", L, pass, Ts_, h_, E, {y}, 1.0, 1, Operands::kWeights, Precision::kHigh);
+  wgrad = matmul("router wgrad", L, pass, h_, E, Ts_, {y, rec[Node::kLn2]}, 1.0, 1, Operands::kWeightGrad,
+                 Precision::kHigh);
   return memop(ComputeKind::kElementwise, "moe grad sum", L, pass, Ts_ * h_, 3 * Ts_ * h_ * kAct, Ts_ * h_ * kAct, 2,
                {rd, shared});
 }

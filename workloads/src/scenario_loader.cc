@@ -108,7 +108,24 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   r.int_in("ici_ports", 0, 64, 0);
   c.nvlink_ring_efficiency = r.number_in("nvlink_ring_efficiency", 0.01, 1, 1);
   c.matmul_efficiency = r.number_in("matmul_efficiency", 0.01, 1, 1);
+  c.fp8_matmul_efficiency = r.number_in("fp8_matmul_efficiency", 0.01, 1, c.matmul_efficiency);
   c.attention_efficiency = r.number_in("attention_efficiency", 0.01, 1, 1);
+  if (r.has("attention_kernels")) {
+    const Json& ks = r.raw("attention_kernels");
+    if (!ks.is_object()) r.fail("attention_kernels", "expected an object of kernel names to measured rates");
+    for (auto it = ks.begin(); it != ks.end(); ++it) {
+      const auto kernel = attention_kernel_named(it.key());
+      if (!kernel || *kernel == AttentionKernel::kDefault) {
+        r.fail("attention_kernels/" + it.key(), "expected a kernel name: flash2, flash3, cudnn or splash");
+      }
+      ObjectReader k(it.value(), file, ptr + "/attention_kernels/" + it.key());
+      ChipSpec::AttentionRate& rate = c.attention_kernels[static_cast<size_t>(*kernel)];
+      rate.forward = k.number_in("forward", 0.01, 1, 0);
+      rate.backward = k.number_in("backward", 0.01, 1, 0);
+      rate.half_tokens = k.number_in("half_tokens", 0, 1e9, 0);
+      k.done();
+    }
+  }
   c.memory_efficiency = r.number_in("memory_efficiency", 0.01, 1, 1);
   c.launch_overhead = microseconds(r.number_in("launch_overhead_us", 0, 1e6, 0));
   c.compute_units = static_cast<int>(r.int_in("compute_units", 1, 1 << 20, 1));
@@ -472,6 +489,11 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
                                  detail::recompute_names() + "), or recompute_offload");
   }
   p.fused_attention = r.choice("attention", {"fused", "unfused"}, p.fused_attention ? "fused" : "unfused") == "fused";
+  {
+    const std::string k = r.choice("attention_kernel", {"default", "flash2", "flash3", "cudnn", "splash"},
+                                   std::string(to_string(p.attention_kernel)));
+    p.attention_kernel = *attention_kernel_named(k);
+  }
   p.fused_qkv = r.boolean("fused_qkv", p.fused_qkv);
   p.fused_gate_up = r.boolean("fused_gate_up", p.fused_gate_up);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", p.overlap_grad_reduce);
@@ -498,6 +520,7 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.moe_grouped_gemm = r.boolean("moe_grouped_gemm", p.moe_grouped_gemm);
   p.memory_reserved_bytes = r.int_in("memory_reserved_bytes", 0, int64_t{1} << 50, p.memory_reserved_bytes);
   p.allocator_overhead = r.number_in("allocator_overhead", 0, 10, p.allocator_overhead);
+  p.memory_kernel_efficiency = r.number_in("memory_kernel_efficiency", 0.01, 1, p.memory_kernel_efficiency);
   p.sequence_parallel = r.boolean("sequence_parallel", false);
   p.fsdp_prefetch = r.boolean("fsdp_prefetch", p.fsdp_prefetch);
   p.p2p_blocking = r.boolean("p2p_blocking", p.p2p_blocking);

@@ -61,7 +61,7 @@ OpId StageLowering::head_forward(OpId cur, OpId weights) {
   OpId x = b_.add(norm_op("final norm", -1, Pass::kForward), {cur, weights});
   b_.memory(x, MemKind::kHead, Bytes(2 * Ts_ * h_ * kAct), Bytes(0));  // the norm's input and output, kept
   x = column_parallel_in("head all-gather", -1, Pass::kForward, x);
-  x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x}, vocab_model_);
+  x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x}, vocab_model_, 1, Operands::kWeights, Precision::kHigh);
   // The logits (bf16) and the vocabulary-parallel softmax (fp32) are kept
   // for the loss's backward (Megatron-LM's VocabParallelCrossEntropy).
   b_.memory(x, MemKind::kHead, Bytes(T_ * v_ * kAct), Bytes(0));
@@ -124,8 +124,10 @@ OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
   lg.mem_transient = Bytes(logits);  // the logits' gradient
   OpId x = b_.add(lg, {cur, weights});
   b_.memory(x, MemKind::kHead, Bytes(0), Bytes(T_ * v_ * (kAct + 4)));
-  const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_);
-  wgrad = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_, 1, Operands::kWeightGrad);
+  const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_, 1, Operands::kWeights,
+                         Precision::kHigh);
+  wgrad = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_, 1, Operands::kWeightGrad,
+                 Precision::kHigh);
   x = column_parallel_grad("head grad all-reduce", -1, dg, wgrad);
   x = b_.add(norm_op("final norm", -1, Pass::kBackward), {x, wgrad});
   b_.memory(x, MemKind::kHead, Bytes(0), Bytes(2 * Ts_ * h_ * kAct));

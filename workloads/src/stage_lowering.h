@@ -157,6 +157,7 @@ class StageLowering {
     o.microbatch = pass == Pass::kOptimizer ? -1 : mb_;
     o.pass = pass;
     o.stream = stream;
+    o.memory_efficiency = static_cast<float>(p_.memory_kernel_efficiency);
     return o;
   }
   /// Recomputed forward ops are executed, not model, work.
@@ -166,14 +167,27 @@ class StageLowering {
   /// gradients), C a weight gradient (it accumulates into the gradient
   /// buffer), or activations throughout (attention's batched products).
   enum class Operands : uint8_t { kWeights, kWeightGrad, kActivations };
+  /// Whether a matmul runs at the plan's matmul precision (a linear layer
+  /// of the Transformer) or in bf16 regardless: the LM head, the router and
+  /// attention's batched products stay high precision in every fp8 recipe
+  /// (Megatron-Core's output layer is not a Transformer Engine module;
+  /// torchao filters "output"; MaxText does not quantise the logits).
+  enum class Precision : uint8_t { kLinear, kHigh };
+  DType matmul_dtype(Operands operands, Precision precision) const {
+    if (precision == Precision::kHigh || operands == Operands::kActivations) return DType::kBf16;
+    // rowwise_gw_hp keeps the weight-gradient GEMM in bf16 (torchao).
+    if (operands == Operands::kWeightGrad && p_.fp8_recipe == Plan::Fp8Recipe::kRowwiseGwHp) return DType::kBf16;
+    return p_.matmul_dtype;
+  }
+  bool fp8() const { return p_.matmul_dtype == DType::kFp8; }
   /// `batch` products [m,k]·[k,n]; `model_fraction` is the part of the work
   /// that is model work (the rest: replicated KV heads, vocabulary padding,
   /// masked attention scores, expert capacity padding). Its working set is
   /// the activations it reads and writes.
   OpId matmul(std::string_view name, int32_t layer, Pass pass, int64_t m, int64_t n, int64_t k,
               const std::vector<OpId>& deps, double model_fraction = 1.0, int64_t batch = 1,
-              Operands operands = Operands::kWeights) {
-    Op o = matmul_op(base(name, layer, pass, kC), batch, m, n, k, p_.matmul_dtype);
+              Operands operands = Operands::kWeights, Precision precision = Precision::kLinear) {
+    Op o = matmul_op(base(name, layer, pass, kC), batch, m, n, k, matmul_dtype(operands, precision));
     o.model_flops = o.flops * model_share(pass, model_fraction);
     o.bytes_read = Bytes(batch * (m * k + k * n) * w_);
     o.bytes_written = Bytes(batch * m * n * kAct);
@@ -402,6 +416,22 @@ class StageLowering {
     return memop(ComputeKind::kElementwise, m_.dropout ? "bias-dropout-add" : "residual", L, pass, e, 2 * e * kAct,
                  e * kAct + mask, 2, deps);
   }
+
+  // fp8 quantisation (lower_layer.cc).
+  /// Elements of a linear node's input, output and weight on this device,
+  /// and whether its input comes from a norm (which Transformer Engine's
+  /// LayerNormLinear quantises inside the norm kernel).
+  struct LinearShape {
+    int64_t in = 0, out = 0, weight = 0;
+    bool norm_fed = false;
+  };
+  LinearShape linear_shape(Node n) const;
+  /// The quantisation kernels a linear node's forward (or recomputation)
+  /// pays before its GEMM under the plan's fp8 recipe; returns the op the
+  /// GEMM then depends on (`deps` unchanged when there is none).
+  std::vector<OpId> fp8_forward_casts(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps);
+  /// The same before a linear node's dgrad and wgrad GEMMs.
+  OpId fp8_backward_casts(Node n, int32_t L, OpId dep);
 
   // Mixture of experts (lower_moe.cc).
   int64_t moe_slots() const;

@@ -45,6 +45,11 @@ Rules applied to every row
   fp8_param_gather follows fp8_params / fp8_param_gather / enable_fsdp_float8_all_gather.
 * MoE: capacity_factor 1.0 for dropless or balanced-gate runs and for token dropping at capacity 1.0;
   MaxText dropping at 1.25 -> 1.25. expert_tp: Megatron's expert_tensor_parallel_size (unset -> tp).
+  moe_grouped_gemm follows the recipe; MaxText's dense_matmul path (one einsum over all experts) -> true.
+* Attention: fused (flash / cuDNN / TE) everywhere except the stacks of 2022-2023 without a flash kernel
+  (BLOOM's Megatron-DeepSpeed, MaxText's 2023 dot-product attention) -> "unfused".
+* fused_qkv / fused_gate_up: framework defaults, except where the notes say the model fuses differently
+  (MaxText gpt3-175b fused_qkv: True; Paxml's Transformer Engine layers compute one combined QKV GEMM).
 * Recompute: Megatron 'selective' -> "selective"; full / block -> "full" (+ recompute_layers); MaxText
   'minimal_flash' -> "save_dots"; 'save_qkv_proj' -> "save_qkv_proj"; MaxText 'custom' -> "custom" with the
   tensors set to 'device' in recompute_keep and to 'offload' in recompute_offload (decoder_layer_input is
@@ -56,10 +61,58 @@ Rules applied to every row
   approximated by GQA as shardsim's deepseek-v3 preset does (128 or 64 heads of dim 96, 8 KV heads); attention
   sinks, soft-capping, parallel attention/MLP blocks, relative position biases, iota embeddings, vocab tiling
   and compile/fusion choices are not expressible and are named in the model source or the assumptions.
-* Chips and fabrics: see HARDWARE; every NIC figure is per GPU, one way (400 Gb/s = 50 GB/s).
+* Chips and fabrics: see HARDWARE and TPU_SLICES; every NIC figure is per GPU, one way (400 Gb/s = 50 GB/s);
+  8 GPUs per node, or all of them for the 2- and 4-GPU rows. torchtitan's H100 rows (Grand Teton, 96 GB /
+  94-95 GB HBM2e) use h100-sxm-96g; the torchao float8 H100 (variant not stated) uses h100-sxm.
+* Mesh order: shardsim's default (tp innermost, then cp, pp, dp) except torchtitan rows with PP, whose device
+  mesh [pp, dp_shard, cp, tp] puts pp outermost: ["tp", "cp", "dp", "pp"].
 * Skipped (manifest "skipped"): GB200 rows and the unnamed-Blackwell tt_nvfp4 rows (GB200 / NVL72 not modelled
   yet), NVFP4 precision, rows that span several TPU slices (DCN between slices not modelled), and any row
   whose architecture is unknown or whose configuration fails a shardsim check it cannot express.
+
+Families (one builder each; the tables hold the knobs and their citations)
+--------------------------------------------------------------------------
+ 1 NeMo 24.07 performance summary, r0001-r0012       NEMO2407_*           (launcher 24.07 defaults)
+ 2 NeMo long-sequence tables, r0013-r0029            LONGSEQ_*
+ 3 DGXC NeMo-1.0 YAML path (v24.11.1, v25.02)        NEMO1_LLAMA, build_dgxc_nemo1_* (GPT-3, Nemotron-4, Grok-1)
+ 4 DGXC NeMo 2.0 path (v25.04, v25.05.01, dfc8039)   NEMO2_LLAMA, build_dgxc_nemo2_grok
+ 5 Megatron-LM MoE README Mixtral, r0545-r0546       MLM_README
+ 6 BLOOM-176B, r0575                                 build_bloom
+ 7 JAX: DGXC MaxText / Paxml, A3, TPU v4, TPU v6e    MAXTEXT_DGXC, build_dgxc_paxml, V4_2023, V6E
+ 8 PyTorch: torchtitan, torchao, AutoModel           TT_ROWS, TT_CODE, TT_FAMILY_NOTES, AM_ROWS
+
+Choices the sources leave open, and the rule taken
+--------------------------------------------------
+* tp_comm_overlap_sms: mean of proj_fprop / fc2_fprop num_sm (above). Async TP: shardsim's default.
+* NeMo 24.07 table: every knob but TP/PP/CP/VP/MBS/GBS is the NeMo-Framework-Launcher 24.07 default config of
+  the model (the notes' 'default'), although the table run overrode at least fp8.
+* Long-sequence tables (nothing but TP/PP/CP/DP/GBS stated): microbatch 1; vp 1; recompute none; sequence
+  parallel when TP>1 (the NeMo recipe convention the notes name); tp_comm_overlap off (MCore default); DP:
+  H100 (NeMo 24.03, NeMo-1.0 era) -> the launcher's llama2_7b defaults (Apex distributed optimizer, overlap on,
+  125 MiB buckets, fp32 reduction); B200 (NeMo 25.04, NeMo 2.0) -> the NeMo 2.0 recipe defaults (MCore
+  distributed optimizer, comm-overlap callback, 128Mi-parameter buckets, fp32 reduction of bf16_mixed);
+  fp8_param_gather off. FLOP formula for the TFLOP/s -> step time conversion: NeMo's llama2 (H100; the table
+  names none, NeMo 1.x had none: the notes' only candidate) and llama3 (B200; the 25.04 default) formulas.
+* Nemotron-3 8B/22B vocabulary (tokenizer not stated): 256000, the only value consistent with the table's own
+  accounting (notes/megatron.md 6.9).
+* DGXC Grok-1 v24.11.1 overlap_param_gather: the YAML's overlap_param_sync: true is taken (whether the nemo:dev
+  build read it is unknown).
+* Megatron-LM MoE README (no run configuration beyond the mapping table): distributed optimizer, overlapped
+  grad-reduce / param-gather and grouped GEMM as the README's own example script and recommendations.
+* NICs not stated: DGX-H100 / AutoModel -> the DGX H100 reference 8x400 Gb/s; DGX-B200 -> 400 Gb/s per GPU;
+  A100 (torchtitan, BLOOM on Jean Zay) -> 200 Gb/s per GPU; torchtitan Aug-2024 405B -> Grand Teton 400 Gb/s.
+* TPU v4-384 as a 4x4x12 torus with wraparound on all axes (three cubes; the notes say 'presumably').
+* MaxText 2023 (v4 22B/52B): the parallel attention+MLP block runs sequentially and the T5 relative position
+  bias is written as "alibi" (a bias on the scores, no rotary); dropout and biases: none recorded, none set.
+  MaxText / Paxml dropout where the notes record none: off.
+* torchtitan CP rows: FSDP shards over dp_shard*cp in torchtitan, over dp only in shardsim (left as is, said).
+  Dec-2024 4D rows: global batch not stated -> dp_shard x local batch 8.
+* AutoModel: where the YAML changed after the table, the code and YAML in force at the table date are used
+  (VP 8/4 for DeepSeek-V3 256 GPUs / Kimi, full AC for GPT-OSS-20B); r0549 takes its YAML's VP 4; GPT-OSS EP
+  from the YAML (the table shows '-'); Adam moments in the bf16 parameter dtype; Qwen3-30B-A3B QK-norm as the
+  Qwen3 family; GPT-OSS experts' clamped quick-GELU-gated activation as "geglu".
+* MaxText Mixtral-8x22B (FSDP 64 x EP 4 on a hybrid-ring mesh): dp 256, ep 4, zero 3; dense weights sharded
+  over all 256 chips; the ring placement is not expressible.
 
 Published metrics
 -----------------
@@ -189,8 +242,9 @@ TPU_SLICES = {
 
 
 def gpu_cluster(hw, devices):
+    """8 GPUs per node; a run on fewer GPUs than a node (the 2- and 4-GPU long-sequence rows) uses part of one."""
     chip, nic, _ = HARDWARE[hw]
-    return {"chip": chip, "devices": devices, "fabric": gpu_fabric(nic)}
+    return {"chip": chip, "devices": devices, "fabric": gpu_fabric(nic, min(8, devices))}
 
 
 def tpu_cluster(chip_name, devices):
@@ -314,20 +368,14 @@ def mean_sms(a, b):
     return int(math.floor((a + b) / 2 + 0.5))
 
 
-def split_front(layers, stages):
-    """First `layers % stages` stages get one more layer (torchtitan's and AutoModel's auto split puts the
-    remainder on the stages after the first: base for stage 0, base+1 for the next L % S, the rest on the
-    last; AutoModel: the first L % S stages +1). `mode` picks which."""
-    raise NotImplementedError
-
-
 def torchtitan_split(layers, stages):
     """torchtitan 9dec370 auto split (pipelining_utils.py:18-57): stage 0 gets base = L // S, the next L % S
     stages base + 1, the remainder on the last stage."""
     base, rem = divmod(layers, stages)
     out = [base] + [base + 1] * rem
-    out += [base] * (stages - 1 - rem - 1)
+    out += [base] * (stages - 2 - rem)
     out.append(layers - sum(out))
+    assert len(out) == stages and min(out) >= 0, (layers, stages)
     return out
 
 
@@ -371,3 +419,1600 @@ def apply_knobs(plan, knobs):
             continue
         plan[field] = k["value"]
     return plan
+
+
+def base_plan(framework, devices, tp=1, pp=1, cp=1, ep=1, mbs=1, gbs=1, seq=2048, vp=1, sp=False,
+              layers_per_stage=None, mesh_order=None):
+    """The parallel layout of a row; dp = devices / (tp*pp*cp). Knob tables are applied on top."""
+    dp, rest = divmod(devices, tp * pp * cp)
+    assert rest == 0, (devices, tp, pp, cp)
+    plan = {"framework": framework, "dp": dp, "tp": tp, "pp": pp, "cp": cp, "ep": ep,
+            "microbatch_size": mbs, "global_batch": gbs, "seq_len": seq, "sequence_parallel": sp,
+            "schedule": "interleaved" if vp > 1 else "1f1b"}
+    if vp > 1:
+        plan["virtual_stages"] = vp
+    if layers_per_stage is not None:
+        plan["layers_per_stage"] = layers_per_stage
+    if mesh_order is not None:
+        plan["mesh_order"] = mesh_order
+    return plan
+
+
+def scenario(row, description, model, cluster, plan, metrics, source, assumptions):
+    """Assembles one scenario; metrics is a list of (name, value) in output order."""
+    published = {"row": row["id"], "split": SPLIT[row["id"]], "source_id": row["source"], "source": source,
+                 "assumptions": assumptions}
+    for name, value in metrics:
+        published[name] = value
+    return {"description": description, "model": model, "cluster": cluster, "plan": plan, "published": published}
+
+
+def step_metric(row):
+    return [("step_time_s", row["measured"]["step_time_s"])]
+
+
+def dgxc_source(row):
+    return f"NVIDIA DGX Cloud Benchmarking recipes, {row['locator']}"
+
+
+def megatron_dp_knobs(zero_cite, overlap_grad, overlap_param, bucket_bytes, bucket_cite, grad_dtype, grad_cite,
+                      kind="recipe", bucket_kind=None, bucket_note=""):
+    """The data-parallel knobs of a Megatron/NeMo family (zero 1 optimizer)."""
+    return {
+        "zero": K(1, zero_cite, kind),
+        "overlap_grad_reduce": K(overlap_grad[0], overlap_grad[1], kind),
+        "overlap_param_gather": K(overlap_param[0], overlap_param[1], kind),
+        "grad_bucket_bytes": K(bucket_bytes, bucket_cite, bucket_kind or kind, bucket_note),
+        "grad_reduce_dtype": K(grad_dtype, grad_cite, kind),
+    }
+
+
+def mcore_default_bucket_bytes(dp, grad_bytes):
+    """Megatron-Core bucket_size None -> max(40,000,000, 1,000,000*dp) parameters
+    (NVIDIA/Megatron-LM@core_v0.9.0:megatron/core/distributed/distributed_data_parallel.py:56)."""
+    return max(40_000_000, 1_000_000 * dp) * grad_bytes
+
+
+# =========================================================================================================
+# 1. NeMo 24.07 performance summary (r0001-r0012): FP8, DGX-H100, tokens/s per GPU.
+#    The table states TP/PP/CP/VP/MBS/GBS only; every other knob is the NeMo-Framework-Launcher 24.07 default
+#    training config of the model (notes/megatron.md section 6.7: kind 'default', the table may have overridden).
+# =========================================================================================================
+
+def launcher(yaml, line):
+    return f"NVIDIA/NeMo-Framework-Launcher@24.07:launcher_scripts/conf/training/{yaml}:{line}"
+
+
+NEMO2407_TABLE = "NVIDIA/NeMo@9c5c5e9709:docs/source/performance/performance_summary.md"
+NEMO2407_COMMON = {
+    "zero": K(1, "launcher optim.name distributed_fused_adam (Apex DistributedFusedAdam, ZeRO-1-like)", "default"),
+    "grad_reduce_dtype": K("fp32", "Apex DistributedFusedAdam grad_sync_dtype None -> optimizer dtype fp32 "
+                           "(notes/megatron.md section 3)", "default"),
+    "matmul_dtype": K("fp8", f"{NEMO2407_TABLE}:12 (FP8 table)"),
+    "fp8_recipe": K("delayed", "NVIDIA/Megatron-LM@core_v0.8.0:megatron/core/transformer/transformer_block.py:382 "
+                    "(delayed scaling is the only recipe in MCore 0.8 / TE 1.8)", "default"),
+    "fp8_param_gather": K(False, "NVIDIA/NeMo@r2.0.0rc1:nemo/collections/nlp/models/language_modeling/"
+                          "megatron_gpt_model.py:342", "default", "fp8_params absent from the launcher YAML"),
+}
+# row: (model builder, launcher yaml, {field: (value, line)}, launcher-vs-table note)
+NEMO2407_ROWS = {
+    "r0001": (lambda: gpt3_nemo("gpt3-5b", 24, 4096, 16384, 32, launcher("gpt3/5b.yaml", 69)), "gpt3/5b.yaml",
+              {"sequence_parallel": (False, 106), "recompute": ("none", 93), "overlap_grad_reduce": (True, 172),
+               "overlap_param_gather": (True, 173), "grad_bucket_bytes": (400 * MIB, 171)}, ""),
+    "r0002": (lambda: gpt3_nemo("gpt3-20b", 44, 6144, 24576, 48, launcher("gpt3/20b.yaml", 69)), "gpt3/20b.yaml",
+              {"sequence_parallel": (True, 106), "recompute": ("none", 93), "overlap_grad_reduce": (True, 173),
+               "overlap_param_gather": (True, 174), "grad_bucket_bytes": (220 * MIB, 172),
+               "tp_comm_overlap": (True, 149), "tp_comm_overlap_sms": (mean_sms(16, 24), 3)},
+              "launcher GBS 2048 vs table 256 (table used); userbuffer table ub_cfg_h100_h6144_tp2_mbs2_seqlen2048: "
+              "proj_fprop pipeline num_sm 16, fc2_fprop pipeline num_sm 24"),
+    "r0003": (lambda: gpt3_nemo("gpt3-175b", 96, 12288, 49152, 96, launcher("gpt3/175b.yaml", 69)),
+              "gpt3/175b.yaml",
+              {"sequence_parallel": (True, 106), "recompute": ("none", 99), "overlap_grad_reduce": (True, 173),
+               "overlap_param_gather": (True, 174), "grad_bucket_bytes": (220 * MIB, 172),
+               "tp_comm_overlap": (False, 149)},
+              "launcher VP 12 vs table 6 (table used: 2 layers per virtual stage); the launcher's 175b config has "
+              "ub_tp_comm_overlap False although it names a userbuffer table"),
+    "r0005": (lambda: llama_nemo("llama2-7b", 32, 4096, 11008, 32, 32, 32000, launcher("llama/llama2_7b.yaml", 65)),
+              "llama/llama2_7b.yaml",
+              {"sequence_parallel": (False, 126), "recompute": ("none", 121), "overlap_grad_reduce": (True, 157),
+               "overlap_param_gather": (True, 158), "grad_bucket_bytes": (125 * MIB, 156)},
+              "launcher GBS 2048 vs table 128 (table used)"),
+    "r0006": (lambda: llama_nemo("llama2-13b", 40, 5120, 13824, 40, 40, 32000,
+                                 launcher("llama/llama2_13b.yaml", 65)), "llama/llama2_13b.yaml",
+              {"sequence_parallel": (False, 126), "recompute": ("none", 121), "overlap_grad_reduce": (True, 157),
+               "overlap_param_gather": (True, 158), "grad_bucket_bytes": (125 * MIB, 156)},
+              "launcher GBS 2048 vs table 128 (table used); launcher fp8_hybrid False, amax history 1 / "
+              "most_recent: the FP8 format of the table run is not stated"),
+    "r0007": (lambda: llama_nemo("llama2-70b", 80, 8192, 28672, 64, 8, 32000, launcher("llama/llama2_70b.yaml", 64)),
+              "llama/llama2_70b.yaml",
+              {"sequence_parallel": (True, 126), "recompute": ("none", 121), "overlap_grad_reduce": (True, 158),
+               "overlap_param_gather": (True, 159), "grad_bucket_bytes": (125 * MIB, 157),
+               "tp_comm_overlap": (True, 136), "tp_comm_overlap_sms": (mean_sms(24, 16), 3)},
+              "launcher GBS 2048 vs table 128 (table used); userbuffer table ub_cfg_h100_h8192_tp4_mbs1_seqlen4096: "
+              "proj_fprop 24 SMs, fc2_fprop 16; launcher fp8_hybrid False, amax history 1: FP8 format not stated"),
+    "r0008": (lambda: nemotron("nemotron3-8b", 32, 4096, 16384, 32, 32, launcher("nemotron/nemotron_8b.yaml", 67),
+                               "vocab not stated (tokenizer path null in the launcher YAML); 256000 is the only "
+                               "vocabulary consistent with the table's own TFLOP/s accounting (notes/megatron.md "
+                               "section 6.9)"), "nemotron/nemotron_8b.yaml",
+              {"sequence_parallel": (True, 130), "recompute": ("none", 125), "overlap_grad_reduce": (True, 173),
+               "overlap_param_gather": (True, 174), "grad_bucket_bytes": (100 * MIB, 172),
+               "tp_comm_overlap": (True, 158), "tp_comm_overlap_sms": (16, None)},
+              "launcher MBS 2 vs table 4 and GBS 32 vs 256 (table used); no userbuffer table -> Transformer Engine "
+              "initialize_ub defaults (pipeline RS layers num_sm 16, NVIDIA/TransformerEngine@v1.11:transformer_engine/"
+              "pytorch/module/base.py:242)"),
+    "r0009": (lambda: nemotron("nemotron3-22b", 40, 6144, 24576, 48, 48,
+                               launcher("nemotron/nemotron_22b.yaml", 67),
+                               "vocab not stated (tokenizer path null); 256000 inferred from the table's TFLOP/s "
+                               "accounting (notes/megatron.md section 6.9)"), "nemotron/nemotron_22b.yaml",
+              {"sequence_parallel": (True, 130), "recompute": ("none", 125), "overlap_grad_reduce": (True, 176),
+               "overlap_param_gather": (True, 177), "grad_bucket_bytes": (100 * MIB, 175),
+               "tp_comm_overlap": (True, 158), "tp_comm_overlap_sms": (16, None)},
+              "launcher MBS 1 vs table 2 and GBS 32 vs 256 (table used); no userbuffer table -> TE initialize_ub "
+              "defaults (num_sm 16)"),
+    "r0010": (lambda: nemotron("nemotron4-340b", 96, 18432, 73728, 96, 8, launcher("nemotron/nemotron_340b.yaml", 65),
+                               "vocab 256000 (the table's TFLOP/s accounting; tokenizer path not set in the launcher "
+                               "YAML)"), "nemotron/nemotron_340b.yaml",
+              {"sequence_parallel": (True, 127), "recompute": ("selective", 122), "overlap_grad_reduce": (True, 163),
+               "overlap_param_gather": (True, 164), "grad_bucket_bytes": (50 * MIB, 160),
+               "grad_reduce_dtype": ("bf16", 161), "master_weights_dtype": ("bf16", 162),
+               "optimizer_state_dtype": ("bf16", 162), "tp_comm_overlap": (False, 156)},
+              "launcher PP 12 / VP 8 / GBS 2304 vs table PP 8 / VP 12 / GBS 32 (table used); launcher optim dtype "
+              "bf16 = bf16 master weights and Adam states in Apex's distributed optimizer"),
+    "r0011": (lambda: llama_nemo("llama3-8b", 32, 4096, 14336, 32, 8, 128256, launcher("llama/llama3_8b.yaml", 66)),
+              "llama/llama3_8b.yaml",
+              {"sequence_parallel": (False, 125), "recompute": ("none", 120), "overlap_grad_reduce": (True, 154),
+               "overlap_param_gather": (True, 155), "grad_bucket_bytes": (125 * MIB, 153)},
+              "launcher GBS 2048 vs table 128 (table used); context parallelism by MCore 0.8's only (P2P ring) "
+              "implementation"),
+    "r0012": (lambda: llama_nemo("llama3-70b", 80, 8192, 28672, 64, 8, 128256, launcher("llama/llama3_70b.yaml", 66)),
+              "llama/llama3_70b.yaml",
+              {"sequence_parallel": (True, 125), "recompute": ("none", 120), "overlap_grad_reduce": (True, 156),
+               "overlap_param_gather": (True, 157), "grad_bucket_bytes": (125 * MIB, 155),
+               "tp_comm_overlap": (True, 136), "tp_comm_overlap_sms": (mean_sms(24, 16), 3)},
+              "launcher VP 10 vs table 5 and GBS 2048 vs 128 (table used: 4 layers per virtual stage); userbuffer "
+              "table ub_cfg_h100_h8192_tp4_mbs1_seqlen8192: proj_fprop 24 SMs, fc2_fprop 16"),
+}
+NEMO2407_ROWS["r0004"] = NEMO2407_ROWS["r0003"]
+
+
+def build_nemo2407(row):
+    builder, yaml, fields, note = NEMO2407_ROWS[row["id"]]
+    model = builder()
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    plan = base_plan("megatron-core", n, p["tp"], p["pp"], p["cp"], 1, b["mbs"], b["gbs"], row["seq_len"], p["vp"])
+    knobs = dict(NEMO2407_COMMON)
+    if "tp_comm_overlap" not in fields:
+        knobs["tp_comm_overlap"] = K(False, "TP=1: no tensor parallelism (notes/megatron.md)")
+    for field, (value, line) in fields.items():
+        cite = launcher(yaml, line) if line is not None else TE_DEFAULT_SMS
+        if field == "tp_comm_overlap_sms" and line is not None:
+            cite = launcher(yaml, line) + " (tp_overlap userbuffer table)"
+        knobs[field] = K(value, cite, "default")
+    if p["cp"] > 1:
+        knobs["cp_comm"] = K("p2p", "NVIDIA/Megatron-LM@core_v0.8.0:megatron/core/transformer/custom_layers/"
+                             "transformer_engine.py:460 (MCore 0.8 has only the P2P ring)", "default")
+    apply_knobs(plan, knobs)
+    extra = ["NeMo 24.07 container (NeMo 2.0.0rc1, MCore 0.8, TE 1.8). The table names no recipe: apart from "
+             "TP/PP/CP/VP/MBS/GBS every knob is the NeMo-Framework-Launcher 24.07 default config of this model, "
+             "which ships fp8: False, so the FP8 run overrode it in ways not stated (notes/megatron.md section 6.7)",
+             note, HARDWARE["dgx_h100_nemo_table"][2],
+             "Metric: the table's tokens/s/GPU (throughput of the whole step)"]
+    desc = (f"{row['id']}: {model['name']} FP8, NeMo 24.07 performance summary, {n}x H100 "
+            f"(TP{p['tp']} PP{p['pp']} CP{p['cp']} VP{p['vp']}, MBS {b['mbs']}, GBS {b['gbs']})")
+    return scenario(row, desc, model, gpu_cluster("dgx_h100_nemo_table", n), plan,
+                    [("tokens_per_s_per_device", row["measured"]["tokens_per_s_per_gpu"])],
+                    f"NeMo Framework Performance Summary (24.07), {NEMO2407_TABLE}, {row['locator']}",
+                    assumptions_text(knobs, extra))
+
+
+# =========================================================================================================
+# 2. NeMo long-sequence tables (r0013-r0029): FP8 with context parallelism; TFLOP/s only.
+# =========================================================================================================
+
+LONGSEQ_DOC = "NVIDIA/NeMo@19fadb67b0:docs/source/performance/performance_long_sequence.md"
+LONGSEQ_COMMON = {
+    "microbatch_size": K(1, LONGSEQ_DOC + ":135", "not stated", "the table gives GBS only; rule: one sequence per "
+                         "microbatch"),
+    "recompute": K("none", LONGSEQ_DOC + ":133", "not stated", "the footnote mentions full recompute only for the "
+                   "infeasible non-CP 1M case; MCore default recompute_granularity None"),
+    "sequence_parallel": K("true when TP>1", "notes/megatron.md family nemo_longseq", "not stated",
+                           "NeMo recipes enable SP whenever TP>1 (an assumption, not a statement)"),
+    "cp_comm": K("p2p", "MCore <=0.9 has only the P2P ring; 0.12 maps None -> p2p (NVIDIA/Megatron-LM@core_v0.12.0:"
+                 "megatron/core/extensions/transformer_engine.py:680)", "default"),
+    "tp_comm_overlap": K(False, "Megatron-Core ModelParallelConfig tp_comm_overlap False (NVIDIA/Megatron-LM@"
+                         "core_v0.8.0:megatron/core/model_parallel_config.py:146; core_v0.12.0 :160)", "not stated",
+                         "the table does not say; framework default"),
+    "matmul_dtype": K("fp8", LONGSEQ_DOC + ":135 (FP8 tables)"),
+    "fp8_recipe": K("delayed", "NeMo's only/default FP8 recipe at both versions (notes/megatron.md nemo_longseq)",
+                    "default"),
+}
+LONGSEQ_H100_DP = {  # NeMo 1.0 era: the launcher's llama2_7b defaults (notes family llama2_7b NeMo 24.07)
+    "zero": K(1, launcher("llama/llama2_7b.yaml", 150), "not stated", "DP implementation not stated; the NeMo-"
+              "Framework-Launcher llama2_7b default (Apex distributed_fused_adam) is used"),
+    "overlap_grad_reduce": K(True, launcher("llama/llama2_7b.yaml", 157), "not stated", "launcher default"),
+    "overlap_param_gather": K(True, launcher("llama/llama2_7b.yaml", 158), "not stated", "launcher default"),
+    "grad_bucket_bytes": K(125 * MIB, launcher("llama/llama2_7b.yaml", 156), "not stated",
+                           "launcher bucket_cap_mb 125"),
+    "grad_reduce_dtype": K("fp32", "Apex DistributedFusedAdam grad_sync_dtype None -> fp32", "not stated",
+                           "launcher default"),
+    "fp8_param_gather": K(False, "NVIDIA/NeMo@r2.0.0rc1:nemo/collections/nlp/models/language_modeling/"
+                          "megatron_gpt_model.py:342", "not stated", "fp8_params absent from the launcher config"),
+}
+LONGSEQ_B200_DP = {  # NeMo 2.0 recipe path (25.04): the notes' NeMo 2.0 defaults
+    "zero": K(1, "NVIDIA/NeMo@d2b21556f2:nemo/collections/llm/recipes/optim/adam.py:47 (MCore distributed "
+              "optimizer of the NeMo 2.0 recipes)", "not stated", "DP implementation not stated; NeMo 2.0 recipe "
+              "default"),
+    "overlap_grad_reduce": K(True, "NVIDIA/NeMo@7a8f1cc7bc:nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py:185",
+                             "not stated", "MegatronCommOverlapCallback DP overlap when DP>1"),
+    "overlap_param_gather": K(True, "NVIDIA/NeMo@7a8f1cc7bc:nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py:185",
+                              "not stated", "MegatronCommOverlapCallback"),
+    "grad_bucket_bytes": K(134217728 * 4, "NVIDIA/NeMo@7a8f1cc7bc:nemo/lightning/pytorch/callbacks/"
+                           "megatron_comm_overlap.py:185", "not stated",
+                           "bucket_size 128*1024*1024 parameters x 4 bytes (fp32 reduction)"),
+    "grad_reduce_dtype": K("fp32", "NVIDIA/NeMo@7a8f1cc7bc:nemo/collections/llm/recipes/precision/"
+                           "mixed_precision.py:35 (bf16_mixed grad_reduce_in_fp32 True)", "not stated",
+                           "mixed-precision plugin default"),
+    "fp8_param_gather": K(False, "NVIDIA/NeMo@7a8f1cc7bc:nemo/lightning/pytorch/plugins/mixed_precision.py:108",
+                          "not stated", "MegatronMixedPrecision default"),
+}
+
+
+def build_longseq(row):
+    h100 = row["hardware"]["chip"] == "H100"
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    if h100:
+        model = llama_nemo("llama2-7b", 32, 4096, 11008, 32, 32, 32000,
+                           "Llama-2 7B as NeMo's Llama2Config7B / launcher llama2_7b.yaml (notes/megatron.md "
+                           "family llama2_7b); vocab 32000 (Llama-2 SentencePiece)")
+        dp_knobs, hw = LONGSEQ_H100_DP, "dgx_h100_nemo_table"
+        flops = nemo_llama_flops(b["gbs"], row["seq_len"], 32, 4096, 11008, 32, 32, 32000)
+        formula = ("NeMo llama2 flops formula B*s*L*h^2*(12 + 12*g/a + 18*F/h + 12*s/h + 6*V/(L*h)), V 32000, "
+                   "non-causal (NVIDIA/NeMo@7a8f1cc7bc:nemo/utils/flops_formulas.py:88); the H100 table (NeMo "
+                   "24.03.01) does not state its formula and NeMo 1.x had no FLOPs code: this is the notes' only "
+                   "candidate (notes/megatron.md section 4, nemo_longseq)")
+        release = "NeMo 24.03.01 (H100)"
+    else:
+        model = llama_nemo("llama3-8b", 32, 4096, 14336, 32, 8, 128256,
+                           "Llama-3 8B as NeMo's Llama3Config8B (NVIDIA/NeMo@d2b21556f2:nemo/collections/llm/gpt/"
+                           "model/llama.py:119); vocab 128256")
+        dp_knobs, hw = LONGSEQ_B200_DP, "dgx_b200_nemo_table"
+        flops = nemo_llama_flops(b["gbs"], row["seq_len"], 32, 4096, 14336, 32, 8, 128256)
+        formula = ("NeMo 25.04 FLOPsMeasurementCallback llama3 formula B*s*L*h^2*(12 + 12*g/a + 18*F/h + 12*s/h + "
+                   "6*V/(L*h)), V 128256, non-causal (NVIDIA/NeMo@25.04-alpha.rc2:nemo/utils/flops_formulas.py:78): "
+                   "the framework default; the table does not state it")
+        release = "NeMo 25.04.rc2 (B200)"
+    step = flops / (row["measured"]["tflops_per_gpu"] * 1e12 * n)
+    plan = base_plan("megatron-core", n, p["tp"], p["pp"], p["cp"], 1, 1, b["gbs"], row["seq_len"], 1,
+                     sp=p["tp"] > 1)
+    knobs = dict(LONGSEQ_COMMON)
+    knobs.update(dp_knobs)
+    if p["cp"] == 1:
+        del knobs["cp_comm"]
+    apply_knobs(plan, {k: v for k, v in knobs.items() if k not in ("sequence_parallel", "microbatch_size")})
+    extra = [f"{release}; vp not stated: 1 (1F1B where PP>1)", HARDWARE[hw][2],
+             f"step_time_s is derived from the published {row['measured']['tflops_per_gpu']} TFLOP/s/GPU with the "
+             f"publisher's formula: {formula}: {flops:.4e} FLOPs per step / (TFLOP/s x {n} GPUs)"]
+    desc = (f"{row['id']}: {model['name']} FP8 long-sequence, {release}, {n}x {row['hardware']['chip']}, "
+            f"seq {row['seq_len']} (TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']}, GBS {b['gbs']})")
+    cluster = gpu_cluster(hw, n)
+    return scenario(row, desc, model, cluster, plan, [("step_time_s", round(step, 4))],
+                    f"NeMo Long Sequence Performance, {LONGSEQ_DOC}, {row['locator']}",
+                    assumptions_text(knobs, extra))
+
+
+# =========================================================================================================
+# 3. DGX Cloud recipes on the NeMo-1.0 YAML path (v24.11.1 = 35a9aec, v25.02 = 8f5cbb3): Llama 3.1,
+#    GPT-3 175B, Nemotron-4, Grok-1. Measured step time.
+# =========================================================================================================
+
+DGXC_COMMIT = {"dgxc v24.11.1": "35a9aec", "dgxc v25.02": "8f5cbb3", "dgxc v25.04": "741c886",
+               "dgxc v25.05.01": "60d6fd3", "dgxc v25.05.02 (commit dfc8039, revised Grok1 H100)": "dfc8039"}
+DGXC_SOFTWARE = {"35a9aec": "nemo:24.09 (NeMo 2.0.0, MCore 0.9, TE 1.10)",
+                 "8f5cbb3": "nemo:24.12 (NeMo 2.1.0, MCore 0.10, inferred from the container date)"}
+TE_DEFAULT_SMS = "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py:242"
+TE_DELAYED = "NVIDIA/TransformerEngine@v1.11:transformer_engine/common/recipe/__init__.py:54"
+
+
+def dg(commit, path, line):
+    return f"NVIDIA/dgxc-benchmarking@{commit}:{path}:{line}"
+
+
+# Proxy scales by GPU count (notes/megatron.md families grok1_314b and llama31_405b):
+# GPUs -> (layers, tp, pp, cp, ep, vp, seq, gbs)
+GROK1_NEMO1_SCALES = {  # NVIDIA/dgxc-benchmarking@35a9aec:grok1/configure.sh:49..106 (@8f5cbb3: :55..112)
+    8: (2, 4, 1, 1, 2, 1, 4096, 1024), 16: (4, 4, 1, 1, 4, 1, 4096, 1024), 32: (4, 4, 1, 1, 8, 1, 4096, 1024),
+    64: (8, 4, 1, 2, 8, 1, 8192, 1024), 128: (16, 4, 2, 2, 8, 8, 8192, 1024), 256: (32, 4, 4, 2, 8, 8, 8192, 1024),
+    512: (64, 4, 8, 2, 8, 8, 8192, 1024), 1024: (64, 4, 8, 2, 8, 8, 8192, 2048), 2048: (64, 4, 8, 2, 8, 8, 8192, 4096)}
+L405_NEMO1_LAYERS = {32: 7, 96: 21, 192: 42}  # @35a9aec:llama3.1/configure.sh:89..102 (@8f5cbb3: :97..110); else 126
+L405_NEMO2_LAYERS = {32: 8, 64: 30, 128: 62}  # @741c886:llama3.1/llama31_utils.py:489; else 126
+
+
+def proxy_layers(row, table, full):
+    """Layer count of a DGXC proxy run, from the recipe's table; checked against the row's model_variant."""
+    layers = table.get(row["hardware"]["count"], full)
+    m = re.match(r"proxy (\d+) layers", row.get("model_variant") or "")
+    assert (int(m.group(1)) if m else full) == layers, row["id"]
+    return layers
+
+
+# model -> yaml, yaml lines, configure.sh lines per commit, userbuffer (proj_fprop, fc2_fprop) num_sm
+NEMO1_LLAMA = {
+    "llama3_8b": {"yaml": "llama3.1/llama3.1_8b.yaml", "sp": 117, "rc": 112, "optim": 141, "ogr": 148, "opg": 149,
+                  "bucket": (75, 147), "grad": 157, "tpo": (False, 127), "ub": None, "arch": "58..88",
+                  "fp8": {"35a9aec": (114, 116), "8f5cbb3": (122, 124)}},
+    "llama3_70b": {"yaml": "llama3.1/llama3.1_70b.yaml", "sp": 117, "rc": 112, "optim": 145, "ogr": 152, "opg": 153,
+                   "bucket": (75, 151), "grad": 161, "tpo": (True, 129), "ub": ((24, 16), 178), "arch": "58..87",
+                   "fp8": {"35a9aec": (114, 116), "8f5cbb3": (122, 124)}},
+    "llama31_405b": {"yaml": "llama3.1/llama3.1_405b.yaml", "sp": 123, "rc": 118, "optim": 148, "ogr": 155,
+                     "opg": 156, "bucket": (125, 154), "grad": 164, "tpo": (True, 135), "ub": ((24, 8), 181),
+                     "arch": "60..89", "fp8": {"35a9aec": (114, 116), "8f5cbb3": (122, 124)}},
+}
+
+
+def build_dgxc_nemo1_llama(row):
+    commit = DGXC_COMMIT[row["release"]]
+    t = NEMO1_LLAMA[row["model"]]
+    y = t["yaml"]
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    fp8 = row["precision"] == "FP8"
+    vp = p["vp"] or 1
+    extra = [f"DGXC {row['release'][5:]}: container {DGXC_SOFTWARE[commit]}, NeMo-1.0 YAML path"]
+    if row["model"] == "llama31_405b":
+        layers = proxy_layers(row, L405_NEMO1_LAYERS, 126)
+        vocab_cite = (dg(commit, y, 93) if commit == "35a9aec" else dg(commit, "llama3.1/configure.sh", 89))
+        model = dense("llama3.1-405b" if layers == 126 else f"llama3.1-405b-proxy-{layers}l", layers, 16384, 53248,
+                      128, 16, 50257,
+                      f"{dg(commit, y, t['arch'])}: as the NeMo-1.0 recipe builds it, 16 query groups "
+                      f"({dg(commit, y, 64)}) and a GPT-2 BPE tokenizer of 50257 tokens ({vocab_cite}), not "
+                      "Llama-3.1's 8 KV heads and 128256 vocab; RoPE, SwiGLU, RMSNorm, no biases, untied, no dropout; "
+                      "proxies use the proxy layer count of configure.sh")
+        extra.append("notes/megatron.md section 6.3: the v24.11.1/v25.02 recipe is not the published Llama-3.1-405B "
+                     "(16 query groups, GPT-2 vocabulary; row models entry says 8 KV heads and 128256); the recipe "
+                     "is followed. Proxy scales from " + dg(commit, "llama3.1/configure.sh",
+                                                              "89..102" if commit == "35a9aec" else "97..110"))
+    elif row["model"] == "llama3_70b":
+        model = llama_nemo("llama3.1-70b", 80, 8192, 28672, 64, 8, 128256,
+                           f"{dg(commit, y, t['arch'])}; Llama-3 tokenizer 128256 "
+                           f"({dg(commit, 'llama3.1/configure.sh', 70 if commit == '35a9aec' else 76)})")
+    else:
+        model = llama_nemo("llama3.1-8b", 32, 4096, 14336, 32, 8, 128256,
+                           f"{dg(commit, y, t['arch'])}; Llama-3 tokenizer 128256 "
+                           f"({dg(commit, 'llama3.1/configure.sh', 70 if commit == '35a9aec' else 76)})")
+    plan = base_plan("megatron-core", n, p["tp"], p["pp"], p["cp"], 1, b["mbs"], b["gbs"], row["seq_len"], vp)
+    knobs = {
+        "sequence_parallel": K(p["tp"] > 1, dg(commit, y, t["sp"])),
+        "recompute": K("none", dg(commit, y, t["rc"]) + " (recompute_granularity null)"),
+    }
+    knobs.update(megatron_dp_knobs(dg(commit, y, t["optim"]) + " (distributed_fused_adam: Apex, ZeRO-1-style)",
+                                   (True, dg(commit, y, t["ogr"])), (True, dg(commit, y, t["opg"])),
+                                   t["bucket"][0] * MIB, dg(commit, y, t["bucket"][1]) + f" (bucket_cap_mb {t['bucket'][0]})",
+                                   "bf16", dg(commit, y, t["grad"]) + " (grad_sync_dtype bf16)"))
+    knobs["tp_comm_overlap"] = K(t["tpo"][0], dg(commit, y, t["tpo"][1]))
+    if t["ub"]:
+        (proj, fc2), line = t["ub"]
+        knobs["tp_comm_overlap_sms"] = K(mean_sms(proj, fc2), dg(commit, y, line) + f" (proj_fprop {proj}, "
+                                         f"fc2_fprop {fc2} SMs, pipeline; mean)")
+    if p["cp"] > 1:
+        knobs["cp_comm"] = K("p2p", "not set; NeMo 1.0 passes no cp_comm_type, the TE/MCore default is the P2P ring "
+                             "(NVIDIA/Megatron-LM@core_v0.12.0:megatron/core/extensions/transformer_engine.py:680)",
+                             "default")
+    if fp8:
+        fl, pl = t["fp8"][commit]
+        knobs["matmul_dtype"] = K("fp8", dg(commit, "llama3.1/configure.sh", fl) + " (fp8 hybrid)")
+        knobs["fp8_recipe"] = K("delayed", TE_DELAYED + " (NeMo 1.0 with MCore builds only DelayedScaling)", "default")
+        knobs["fp8_param_gather"] = K(True, dg(commit, "llama3.1/configure.sh", pl) + " (fp8_params)")
+    apply_knobs(plan, knobs)
+    extra.append(HARDWARE["dgx_h100"][2])
+    desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC {row['release'][5:]}, {n}x H100 "
+            f"(TP{p['tp']} PP{p['pp']} CP{p['cp']} VP{vp}, GBS {b['gbs']})")
+    return scenario(row, desc, model, gpu_cluster("dgx_h100", n), plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+def build_dgxc_nemo1_gpt3(row):
+    commit = DGXC_COMMIT[row["release"]]
+    y = "nemo_megatron/gpt3_175b_hydra.yaml"
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    fp8 = row["precision"] == "FP8"
+    extra = []
+    if commit == "35a9aec":
+        vp = 12
+        extra.append("notes/megatron.md section 6.1: the README title says NeMo 24.11 but the recipe runs nemo:24.05 "
+                     f"(NeMo 2.0.0rc0, MCore 0.7, TE 1.6; {dg(commit, 'nemo_megatron/launch.sh', 33)})")
+    else:
+        vp = 6
+        extra.append(f"notes/megatron.md section 6.2: the row (and README title) say VP 12 but the shipped YAML has "
+                     f"virtual_pipeline_model_parallel_size 6 ({dg(commit, y, 57)}): VP 6, 2 layers per virtual "
+                     "stage, is used; container nemo:24.12")
+    model = gpt3_nemo("gpt3-175b", 96, 12288, 49152, 96, dg(commit, y, 61) + f"; vocab {dg(commit, y, 96)}")
+    plan = base_plan("megatron-core", n, 4, 8, 1, 1, b["mbs"], b["gbs"], row["seq_len"], vp)
+    knobs = {"sequence_parallel": K(True, dg(commit, y, 90)),
+             "recompute": K("none", dg(commit, y, 85) + " (recompute_granularity null)")}
+    knobs.update(megatron_dp_knobs(dg(commit, y, 139) + " (distributed_fused_adam, Apex)", (True, dg(commit, y, 141)),
+                                   (True, dg(commit, y, 142)), 220 * MIB, dg(commit, y, 140) + " (bucket_cap_mb 220)",
+                                   "bf16", dg(commit, y, 155)))
+    knobs["tp_comm_overlap"] = K(True, dg(commit, y, 119))
+    knobs["tp_comm_overlap_sms"] = K(mean_sms(24, 20), dg(commit, y, 176) + " (proj_fprop 24, fc2_fprop 20 SMs; mean)")
+    if fp8:
+        knobs["matmul_dtype"] = K("fp8", dg(commit, "nemo_megatron/launch.sh", 67) if commit == "35a9aec"
+                                  else dg(commit, "nemo_megatron/configure.sh", 116))
+        knobs["fp8_recipe"] = K("delayed", TE_DELAYED, "default")
+        knobs["fp8_param_gather"] = K(True, dg(commit, y, 221) + " (fp8_params)")
+    apply_knobs(plan, knobs)
+    extra += ["NVTE_UB_SPLIT_AG (0 BF16 / 1 FP8) is set by the launcher and not modelled", HARDWARE["dgx_h100"][2]]
+    desc = f"{row['id']}: GPT-3 175B {row['precision']}, DGXC {row['release'][5:]}, {n}x H100 (TP4 PP8 VP{vp}, GBS {b['gbs']})"
+    return scenario(row, desc, model, gpu_cluster("dgx_h100", n), plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+def build_dgxc_nemo1_nemotron(row):
+    commit = DGXC_COMMIT[row["release"]]
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    fp8 = row["precision"] == "FP8"
+    cfg = "nemotron/configure.sh"
+    extra = [f"DGXC {row['release'][5:]}: container {DGXC_SOFTWARE[commit]}"]
+    if row["model"] == "nemotron4_15b":
+        y = "nemotron/nemotron4-15b-synth.yaml"
+        model = nemotron("nemotron4-15b", 32, 6144, 24576, 48, 8, dg(commit, y, "76..105"),
+                         f"SentencePiece nemotron_2_256k 256000 ({dg(commit, cfg, 88 if commit == '35a9aec' else 98)})")
+        vp = 1
+        if commit == "35a9aec":
+            knobs = {"sequence_parallel": K(True, dg(commit, cfg, 98)),
+                     "recompute": K("none", dg(commit, y, 134))}
+            knobs.update(megatron_dp_knobs(dg(commit, y, 177) + " (distributed_fused_adam, Apex)",
+                                           (True, dg(commit, y, 179)), (True, dg(commit, y, 180)), 100 * MIB,
+                                           dg(commit, y, 178) + " (bucket_cap_mb 100)", "bf16", dg(commit, y, 193)))
+            knobs["tp_comm_overlap"] = K(True, dg(commit, cfg, 97))
+            fl, pl = 92, 104
+        else:
+            dp = n // 4
+            knobs = {"sequence_parallel": K(True, dg(commit, cfg, 109)),
+                     "recompute": K("none", dg(commit, y, 136))}
+            knobs.update(megatron_dp_knobs(
+                dg(commit, y, 179) + " (mcore_distributed_optim: MCore DDP + DistributedOptimizer)",
+                (True, dg(commit, y, 181)), (True, dg(commit, y, 182)),
+                mcore_default_bucket_bytes(dp, 4),
+                "NVIDIA/NeMo@v2.1.0:nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py:594",
+                "fp32", "NVIDIA/NeMo@v2.1.0:nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py:588",
+                bucket_kind="default", bucket_note="bucket_size None -> max(40e6, 1e6*dp) parameters x 4 bytes"))
+            knobs["grad_reduce_dtype"] = K("fp32", "NVIDIA/NeMo@v2.1.0:nemo/collections/nlp/models/language_modeling/"
+                                           "megatron_gpt_model.py:588", "default",
+                                           "grad_sync_dtype dropped from the v25.02 YAML -> fp32 reduction")
+            knobs["tp_comm_overlap"] = K(True, dg(commit, cfg, 108))
+            fl, pl = 103, 115
+    else:  # nemotron4_340b, v24.11.1 only
+        y = "nemotron/nemotron4-340b-synth.yaml"
+        model = nemotron("nemotron4-340b", 96, 18432, 73728, 96, 8, dg(commit, y, "81..109"),
+                         f"SentencePiece nemotron_2_256k 256000 ({dg(commit, cfg, 88)})")
+        vp = 12
+        knobs = {"sequence_parallel": K(True, dg(commit, cfg, 98)),
+                 "recompute": K("selective", dg(commit, y, 138) + " (selective = core attention in MCore)")}
+        knobs.update(megatron_dp_knobs(dg(commit, y, 183) + " (distributed_fused_adam, Apex)",
+                                       (True, dg(commit, y, 187)), (True, dg(commit, y, 188)), 50 * MIB,
+                                       dg(commit, y, 184) + " (bucket_cap_mb 50)", "bf16", dg(commit, y, 185)))
+        knobs["master_weights_dtype"] = K("bf16", dg(commit, y, 186) + " (optim.dtype bf16: BF16 master weights and "
+                                          "Adam states in Apex's distributed optimizer)")
+        knobs["optimizer_state_dtype"] = K("bf16", dg(commit, y, 186))
+        knobs["tp_comm_overlap"] = K(True, dg(commit, cfg, 97))
+        extra.append("NVTE_UB_SPLIT_AG (0 BF16 / 1 FP8, " + dg(commit, cfg, 75) + ") is not modelled")
+        fl, pl = 92, 104
+    knobs["tp_comm_overlap_sms"] = K(16, TE_DEFAULT_SMS, "default", "no userbuffer table given: TE initialize_ub "
+                                     "default num_sm 16 for the pipelined reduce-scatter layers")
+    if fp8:
+        knobs["matmul_dtype"] = K("fp8", dg(commit, cfg, fl))
+        knobs["fp8_recipe"] = K("delayed", TE_DELAYED, "default")
+        knobs["fp8_param_gather"] = K(True, dg(commit, cfg, pl) + " (fp8_params)")
+    plan = base_plan("megatron-core", n, p["tp"], p["pp"] or 1, 1, 1, b["mbs"], b["gbs"], row["seq_len"], vp)
+    apply_knobs(plan, knobs)
+    extra.append(HARDWARE["dgx_h100"][2])
+    desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC {row['release'][5:]}, {n}x H100 "
+            f"(TP{p['tp']} PP{p['pp']} VP{vp}, MBS {b['mbs']}, GBS {b['gbs']})")
+    return scenario(row, desc, model, gpu_cluster("dgx_h100", n), plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+def build_dgxc_nemo1_grok(row):
+    commit = DGXC_COMMIT[row["release"]]
+    y, cfg = "grok1/grok1_314b.yaml", "grok1/configure.sh"
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    fp8 = row["precision"] == "FP8"
+    layers, tp, pp, cp, ep, vp, seq, gbs = GROK1_NEMO1_SCALES[n]
+    row_layers = proxy_layers(row, {gpus: scale[0] for gpus, scale in GROK1_NEMO1_SCALES.items()}, 64)
+    assert (layers, tp, pp, cp, ep, vp, seq, gbs) == (row_layers, p["tp"], p["pp"], p["cp"], p["ep"], p["vp"] or 1,
+                                                     row["seq_len"], b["gbs"]), row["id"]
+    dp = n // (tp * pp * cp)
+    lines = {"35a9aec": {"par": "49..106", "sp": 131, "mbs": 56, "tpo": 130, "opgos": (60, 126), "fp8": 127,
+                         "fp8p": 137},
+             "8f5cbb3": {"par": "55..112", "sp": 137, "mbs": 62, "tpo": 136, "opgos": (66, 132), "fp8": 133,
+                         "fp8p": 143}}[commit]
+    model = grok1(layers, "geglu", dg(commit, y, "66..100") + " (activation fast-geglu, " + dg(commit, y, 85) + ")",
+                  "; vocab " + dg(commit, y, 103))
+    model["moe"]["capacity_factor"] = 1.0
+    knobs = {"sequence_parallel": K(True, dg(commit, cfg, lines["sp"])),
+             "recompute": K("none", dg(commit, y, 126) + " (recompute_granularity null)"),
+             "zero": K(1, dg(commit, y, 153) + " (mcore_distributed_optim: MCore DDP + DistributedOptimizer)"),
+             "overlap_grad_reduce": K(True, dg(commit, y, 154))}
+    if commit == "35a9aec":
+        knobs["overlap_param_gather"] = K(True, dg(commit, y, 155), "not stated",
+                                          "the YAML sets overlap_param_sync: true, which NeMo v2.1.0 maps to "
+                                          "overlap_param_gather but v2.0.0 ignores (-> False); the nemo:dev build is "
+                                          "unknown; the recipe's value is used")
+    else:
+        knobs["overlap_param_gather"] = K(True, dg(commit, y, 155) + " (NeMo v2.1.0 maps overlap_param_sync, "
+                                          "NVIDIA/NeMo@v2.1.0:nemo/collections/nlp/models/language_modeling/"
+                                          "megatron_gpt_model.py:596)")
+    if pp > 1:
+        knobs["grad_bucket_bytes"] = K(NO_BUCKETING, dg(commit, cfg, f"{lines['opgos'][0]},{lines['opgos'][1]}"),
+                                       note="overlap_param_gather_with_optimizer_step with PP>1: NeMo disables "
+                                            "bucketing, one bucket per model chunk")
+    else:
+        knobs["grad_bucket_bytes"] = K(mcore_default_bucket_bytes(dp, 2), "NVIDIA/Megatron-LM@core_v0.9.0:megatron/"
+                                       "core/distributed/distributed_data_parallel.py:56", "default",
+                                       "bucket_size None -> max(40e6, 1e6*dp) parameters x 2 bytes (bf16 reduction)")
+    knobs["grad_reduce_dtype"] = K("bf16", dg(commit, y, 168) + " (grad_sync_dtype bf16)")
+    knobs["tp_comm_overlap"] = K(True, dg(commit, cfg, lines["tpo"]))
+    knobs["tp_comm_overlap_sms"] = K(16, TE_DEFAULT_SMS, "default", "ub_tp_comm_overlap_cfg null (" + dg(commit, y, 143)
+                                     + "): TE initialize_ub default")
+    if cp > 1:
+        knobs["cp_comm"] = K("p2p", "NeMo 1.0 passes no cp_comm_type; TE default P2P ring", "default")
+    knobs["moe_dispatcher"] = K("alltoall", dg(commit, y, 52))
+    knobs["expert_tp"] = K(tp, "NVIDIA/Megatron-LM@core_v0.9.0:megatron/core/model_parallel_config.py:42", "default",
+                           "expert tensor parallelism not set: experts use the dense TP")
+    knobs["moe_grouped_gemm"] = K(False, dg(commit, y, 51))
+    if fp8:
+        knobs["matmul_dtype"] = K("fp8", dg(commit, cfg, lines["fp8"]) + " (fp8 hybrid)")
+        knobs["fp8_recipe"] = K("delayed", TE_DELAYED, "default")
+        knobs["fp8_param_gather"] = K(True, dg(commit, cfg, lines["fp8p"]) + " (fp8_params)")
+    plan = base_plan("megatron-core", n, tp, pp, cp, ep, b["mbs"], gbs, seq, vp, sp=True)
+    apply_knobs(plan, knobs)
+    extra = [f"DGXC {row['release'][5:]}, Grok-1 recipe, parallel layout per GPU count from "
+             f"{dg(commit, cfg, lines['par'])} (proxies below 512 GPUs shrink layers/PP/CP/EP)",
+             "MoE: token-dropping with capacity factor 1.0 and padding to capacity (" + dg(commit, y, "53,54") +
+             "), aux-loss routing; routing imbalance is not modelled",
+             "README 'DP' column is DP/EP and its GA (128) does not match GBS/(MBS*DP); GBS and DP from the recipe "
+             "are used (row caveat, notes/megatron.md section 6.4)", HARDWARE["dgx_h100"][2]]
+    if commit == "35a9aec":
+        extra.insert(0, "container nemo:dev (digest only; NeMo version not determined)")
+    desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC {row['release'][5:]}, {n}x H100 "
+            f"(TP{tp} PP{pp} CP{cp} EP{ep} VP{vp}, GBS {b['gbs']}, seq {row['seq_len']})")
+    return scenario(row, desc, model, gpu_cluster("dgx_h100", n), plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+# =========================================================================================================
+# 4. DGX Cloud recipes on the NeMo 2.0 path: v25.04 (741c886; NeMo d2b21556f2, nemo:25.02.01) Llama 3.1;
+#    v25.05.01 (60d6fd3) and the revised dfc8039 (NeMo 6f2c6fdaff, nemo:25.04.0x) Llama 3.1 405B and Grok-1 on
+#    H100. The MegatronCommOverlapCallback sets the DP overlap when DP>1 (notes/megatron.md section 3).
+# =========================================================================================================
+
+def nm(commit, path, line):
+    return f"NVIDIA/NeMo@{commit}:{path}:{line}"
+
+
+CALLBACK = "nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py"
+
+
+def nemo2_optim_step_note(dp, pp, vp):
+    """The DGXC NeMo 2.0 scripts set overlap_param_gather_with_optimizer_step = dp>1 and pp>1 and vp>1."""
+    if dp > 1 and pp > 1 and vp > 1:
+        return ("overlap_param_gather_with_optimizer_step and align_param_gather are on (dp>1, pp>1, vp>1; "
+                "scripts/performance/utils.py); whether this also disables bucketing on the NeMo 2.0 path is not "
+                "stated in the notes: the callback's 128Mi-parameter buckets are used")
+    return ""
+
+
+def nemo2_dp_knobs(nemo, dp, grad_cite):
+    """NeMo 2.0 benchmark recipes: MCore distributed optimizer; the comm-overlap callback turns DP overlap and a
+    128Mi-parameter bucket on when DP>1; the precision plugin's grad_reduce_in_fp32 False -> bf16 reduction."""
+    on = dp > 1
+    note = "" if on else "DP=1: the callback sets no DP overlap or bucketing"
+    return {"zero": K(1, nm(nemo, "nemo/collections/llm/recipes/optim/adam.py", 47) + " (MCore distributed optimizer)"),
+            "overlap_grad_reduce": K(on, nm(nemo, CALLBACK, 187), note=note),
+            "overlap_param_gather": K(on, nm(nemo, CALLBACK, 188), note=note),
+            "grad_bucket_bytes": K(134217728 * 2, nm(nemo, CALLBACK, 186) + " (bucket_size 128*1024*1024 parameters "
+                                   "x 2 bytes, bf16 reduction)"),
+            "grad_reduce_dtype": K("bf16", grad_cite + " (precision plugin grad_reduce_in_fp32 False)")}
+
+
+# (model, precision, release) -> recipe facts: nemo checkout, recipe file, tp overlap line, (proj, fc2) SMs + table
+NEMO2_LLAMA = {
+    ("llama3_8b", "BF16", "741c886"): dict(recipe="llama3_8b.py", grad=240, tpo=(False, 231), ub=None),
+    ("llama3_8b", "FP8", "741c886"): dict(recipe="llama3_8b.py", grad=240, tpo=(False, 231), ub=None),
+    ("llama3_70b", "BF16", "741c886"): dict(recipe="llama3_70b.py", grad=246, tpo=(True, 232),
+                                             ub=((24, 16), "userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192", 79)),
+    ("llama3_70b", "FP8", "741c886"): dict(recipe="llama3_70b.py", grad=246, tpo=(True, 232),
+                                            ub=((24, 16), "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192", 92)),
+    ("llama31_405b", "BF16", "741c886"): dict(recipe="llama31_405b.py", grad=253, tpo=(True, 239),
+                                               ub=((24, 8), "userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192", 132)),
+    ("llama31_405b", "FP8", "741c886"): dict(recipe="llama31_405b.py", grad=253, tpo=(True, 239),
+                                              ub=((24, 8), "userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192", 145)),
+    ("llama31_405b", "BF16", "60d6fd3"): dict(recipe="llama31_405b.py", grad=253, tpo=(True, 239),
+                                               ub=((24, 8), "userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192", 137)),
+    ("llama31_405b", "FP8", "60d6fd3"): dict(recipe="llama31_405b.py", grad=253, tpo=(True, 239),
+                                              ub=((1, 1), "userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192 "
+                                                  "(proj_fprop and fc2_fprop ring_exchange, num_sm 1)", 150)),
+}
+
+
+def build_dgxc_nemo2_llama(row):
+    commit = DGXC_COMMIT[row["release"]]
+    nemo = "d2b21556f2" if commit == "741c886" else "6f2c6fdaff"
+    t = NEMO2_LLAMA[(row["model"], row["precision"], commit)]
+    recipes = "nemo/collections/llm/recipes/"
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    fp8 = row["precision"] == "FP8"
+    vp = p["vp"] or 1
+    tp, pp, cp = p["tp"], p["pp"], p["cp"]
+    dp = n // (tp * pp * cp)
+    strategy_line = 384 if nemo == "d2b21556f2" else 423
+    extra = []
+    lps = None
+    if commit == "741c886":
+        extra.append("DGXC v25.04: recipe from NeMo d2b21556f2 + gsw_nemo.patch run inside nemo:25.02.01 (NeMo 2.2.x, "
+                     "MCore 0.11.x) (notes/megatron.md section 6.11)")
+        par_cite = dg(commit, "llama3.1/llama31_utils.py",
+                      {"llama3_8b": 448, "llama3_70b": 449, "llama31_405b": 450}[row["model"]])
+    else:
+        extra.append("DGXC v25.05.01: recipe from NeMo 6f2c6fdaff run inside nemo:25.04.01 (NeMo 2.3.x, MCore 0.12)")
+        par_cite = dg(commit, "llama3.1/launch.sh", "105..110")
+    if row["model"] == "llama31_405b":
+        layers = proxy_layers(row, L405_NEMO2_LAYERS if commit == "741c886" else {}, 126)
+        cfg_line = 119 if nemo == "d2b21556f2" else 267
+        model = dense("llama3.1-405b" if layers == 126 else f"llama3.1-405b-proxy-{layers}l", layers, 16384, 53248,
+                      128, 8, 128256,
+                      f"Llama31Config405B ({nm(nemo, 'nemo/collections/llm/gpt/model/llama.py', cfg_line)}): "
+                      "RoPE + Llama-3.1 scaling, SwiGLU, RMSNorm, no biases, untied, no dropout; HF Llama-3.1 "
+                      "tokenizer 128256" + ("; proxies use the proxy layer count (" +
+                                            dg(commit, "llama3.1/llama31_utils.py", 489) + ")"
+                                            if commit == "741c886" else ""))
+        if pp > 1:
+            lps = embed_loss_split(layers, pp * vp)
+            extra.append("pipeline split with account_for_embedding/loss_in_pipeline_split: embedding and loss each "
+                         f"count as one layer, ({layers}+2)/(PP*VP) per virtual stage, the first and last chunk one "
+                         f"layer fewer ({nm(nemo, recipes + 'llama31_405b.py', 72)})")
+    elif row["model"] == "llama3_70b":
+        model = llama_nemo("llama3.1-70b", 80, 8192, 28672, 64, 8, 128256,
+                           f"Llama3Config70B ({nm(nemo, 'nemo/collections/llm/gpt/model/llama.py', 119)}); HF "
+                           "Meta-Llama-3-70B tokenizer 128256")
+    else:
+        model = llama_nemo("llama3.1-8b", 32, 4096, 14336, 32, 8, 128256,
+                           f"Llama3Config8B ({nm(nemo, 'nemo/collections/llm/gpt/model/llama.py', 119)}); HF "
+                           "Meta-Llama-3-8B tokenizer 128256")
+    plan = base_plan("megatron-core", n, tp, pp, cp, 1, b["mbs"], b["gbs"], row["seq_len"], vp,
+                     layers_per_stage=lps)
+    knobs = {"sequence_parallel": K(tp > 1, nm(nemo, "scripts/performance/utils.py", 224 if nemo == "d2b21556f2" else 356)),
+             "recompute": K("none", "recipes and patch set no recompute; MCore recompute_granularity None "
+                            "(NVIDIA/Megatron-LM@core_v0.11.0:megatron/core/transformer/transformer_config.py:191)",
+                            "default")}
+    knobs.update(nemo2_dp_knobs(nemo, dp, nm(nemo, recipes + t["recipe"], t["grad"]) + " ; " +
+                                nm(nemo, "nemo/lightning/pytorch/strategies/megatron_strategy.py", strategy_line)))
+    knobs["tp_comm_overlap"] = K(t["tpo"][0], nm(nemo, recipes + t["recipe"], t["tpo"][1]))
+    if t["ub"]:
+        (proj, fc2), name, line = t["ub"]
+        knobs["tp_comm_overlap_sms"] = K(mean_sms(proj, fc2), nm(nemo, recipes + "tp_overlap_configs/userbuffers.py", line)
+                                         + f" ({name}: proj_fprop {proj}, fc2_fprop {fc2} SMs; mean)")
+    if cp > 1:
+        knobs["cp_comm"] = K("p2p", "cp_comm_type None -> p2p (NVIDIA/Megatron-LM@core_v0.11.0:megatron/core/"
+                             "extensions/transformer_engine.py:675)", "default")
+    if fp8:
+        mp_line = (46, 53) if nemo == "d2b21556f2" else (56, 70)
+        knobs["matmul_dtype"] = K("fp8", nm(nemo, recipes + "precision/mixed_precision.py", mp_line[0]))
+        knobs["fp8_recipe"] = K("delayed", nm(nemo, recipes + "precision/mixed_precision.py", mp_line[0]) +
+                                " (tensor-wise delayed scaling, amax history 1024)")
+        knobs["fp8_param_gather"] = K(True, nm(nemo, recipes + "precision/mixed_precision.py", mp_line[1]))
+    apply_knobs(plan, knobs)
+    extra.append(f"parallel layout from {par_cite}")
+    extra.append(nemo2_optim_step_note(dp, pp, vp))
+    if commit == "60d6fd3":
+        extra.append("README config table lists GA 32 for 512 H100 but GBS 256/(MBS 1 x DP 4) = 64 "
+                     f"({dg(commit, 'llama3.1/README.md', 25)}); the recipe's GBS is used")
+        extra.append("step time is the mean of iterations 11-44 (DGXC v25.05+)")
+    extra.append(HARDWARE["dgx_h100"][2])
+    desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC {row['release'][5:]}, {n}x H100 "
+            f"(TP{tp} PP{pp} CP{cp} VP{vp}, GBS {b['gbs']})")
+    return scenario(row, desc, model, gpu_cluster("dgx_h100", n), plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+def build_dgxc_nemo2_grok(row):
+    commit = DGXC_COMMIT[row["release"]]
+    nemo = "6f2c6fdaff"
+    script = "scripts/performance/llm/pretrain_grok1_314b.py"
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    fp8 = row["precision"] == "FP8"
+    tp, pp, cp, ep, vp = 4, 8, 2, 8, 8
+    dp = n // (tp * pp * cp)
+    model = grok1(64, "swiglu", nm(nemo, script, 83) + " builds Grok-1 from MixtralConfig8x7B (" +
+                  nm(nemo, "nemo/collections/llm/gpt/model/mixtral.py", 36) + "): SwiGLU experts, not the GeGLU of "
+                  "the NeMo-1.0 recipe, pre-softmax router", "; vocab " + nm(nemo, script, 337))
+    plan = base_plan("megatron-core", n, tp, pp, cp, ep, b["mbs"], b["gbs"], row["seq_len"], vp, sp=True)
+    knobs = {"sequence_parallel": K(True, nm(nemo, "scripts/performance/utils.py", 356)),
+             "recompute": K("none", nm(nemo, "scripts/performance/utils.py", 411) + " (no Grok row in the "
+                            "recommended configs -> no recompute)", "default")}
+    knobs.update(nemo2_dp_knobs(nemo, dp, nm(nemo, script, 221)))
+    knobs["tp_comm_overlap"] = K(True, nm(nemo, script, 206))
+    knobs["tp_comm_overlap_sms"] = K(1, nm(nemo, "nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py", 176)
+                                     + " (userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192, used for every GPU and "
+                                     "precision: proj_fprop and fc2_fprop ring_exchange, num_sm 1)")
+    knobs["cp_comm"] = K("p2p", "cp_comm_type None -> p2p (NVIDIA/Megatron-LM@core_v0.12.0:megatron/core/extensions/"
+                         "transformer_engine.py:680)", "default")
+    knobs["moe_dispatcher"] = K("alltoall", nm(nemo, "nemo/collections/llm/gpt/model/mixtral.py", 63))
+    knobs["expert_tp"] = K(1, dg(commit, "grok1/launch.sh", 112) + " (ETP 1)")
+    knobs["moe_grouped_gemm"] = K(False, "NVIDIA/Megatron-LM@core_v0.12.0:megatron/core/transformer/"
+                                  "transformer_config.py:397", "default", "not set by MixtralConfig or the script: "
+                                  "SequentialMLP experts")
+    if fp8:
+        knobs["matmul_dtype"] = K("fp8", nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 56))
+        knobs["fp8_recipe"] = K("delayed", nm(nemo, "scripts/performance/argument_parser.py", 131) + " (fp8_recipe "
+                                "default 'ds', delayed scaling)")
+        knobs["fp8_param_gather"] = K(True, nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 70))
+    apply_knobs(plan, knobs)
+    extra = [f"DGXC {row['release'][5:]}: NeMo 6f2c6fdaff recipe in nemo:25.04.00; parallel layout from "
+             f"{dg(commit, 'grok1/launch.sh', '107..118')} (TP4 PP8 CP2 EP8 ETP1 VP8, GBS 2*GPUs)",
+             "MoE: token dropping at capacity factor 1.0 with padding (" +
+             nm(nemo, "nemo/lightning/pytorch/callbacks/moe_token_drop.py", "38,39") + "); routing imbalance not "
+             "modelled; 1 layer per virtual stage (64/(8*8)), no embedding/loss accounting stated",
+             nemo2_optim_step_note(dp, pp, vp), "step time is the mean of iterations 11-44 (DGXC v25.05+)",
+             HARDWARE["dgx_h100"][2]]
+    if commit == "dfc8039":
+        extra.insert(1, "dfc8039 changes only the README numbers; launch/setup identical to 60d6fd3")
+    desc = (f"{row['id']}: Grok-1 314B {row['precision']}, DGXC {row['release'][5:].split(' ')[0]}, {n}x H100 "
+            f"(TP4 PP8 CP2 EP8 ETP1 VP8, GBS {b['gbs']})")
+    return scenario(row, desc, model, gpu_cluster("dgx_h100", n), plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+# =========================================================================================================
+# 5. Megatron-LM MoE README (r0545 MCore v0.8 @0b981f9c53, r0546 MCore v0.9 @c230e0d7c2): Mixtral 8x7B, 64 H100,
+#    TFLOP/s only. The 'Reference Best Parallel Mapping' (TP1 EP8 PP4 VP8, MBS 1, GBS 256, seq 4096, dropless
+#    all-to-all) is taken as the headline run's (an inference the notes flag).
+# =========================================================================================================
+
+MLM_README = {"r0545": ("0b981f9c53", 302, 307, 51, 289, 74, "MCore v0.8, README: PyTorch 24.04 / TE 1.9 (the "
+                        "source entry's PyTorch 24.09 / TE 1.11 appears only at c230e0d7c2; notes/megatron.md "
+                        "section 6.8)"),
+              "r0546": ("c230e0d7c2", 363, 368, 56, 344, 98, "MCore v0.9, PyTorch 24.09 / TE 1.11")}
+
+
+def build_mlm_mixtral(row):
+    commit, map_line, hw_line, gg_line, ov_line, flops_line, sw = MLM_README[row["id"]]
+    rd = f"NVIDIA/Megatron-LM@{commit}:megatron/core/transformer/moe/README.md"
+    args = f"NVIDIA/Megatron-LM@{commit}:megatron/training/arguments.py"
+    n, gbs, seq = 64, 256, 4096
+    model = mixtral_8x7b(f"{rd}:{168 if commit == '0b981f9c53' else 222}", 1.0,
+                         "dropless all-to-all with aux-loss routing: capacity_factor 1.0 (imbalance not modelled)")
+    plan = base_plan("megatron-core", n, 1, 4, 1, 8, 1, gbs, seq, 8)
+    dp = n // 4
+    knobs = {
+        "recompute": K("none", f"{args}:{1022 if commit == '0b981f9c53' else 1097}", "not stated",
+                       "Megatron-LM default recompute_granularity None"),
+        "zero": K(1, f"{rd}:{78 if commit == '0b981f9c53' else 86}", "not stated",
+                  "the README's example script and practice use --use-distributed-optimizer"),
+        "overlap_grad_reduce": K(True, f"{rd}:{ov_line}", "not stated", "recommended / example script"),
+        "overlap_param_gather": K(True, f"{rd}:{ov_line}", "not stated", "recommended / example script"),
+        "grad_reduce_dtype": K("fp32", f"{args}:{313 if commit == '0b981f9c53' else 340}", "default",
+                               "--bf16 forces fp32 gradient accumulation and reduction"),
+        "grad_bucket_bytes": K(mcore_default_bucket_bytes(dp, 4), f"{args}:{1453 if commit == '0b981f9c53' else 1574}",
+                               "default", "bucket_size None -> max(40e6, 1e6*dp) parameters x 4 bytes"),
+        "tp_comm_overlap": K(False, "TP=1"),
+        "moe_dispatcher": K("alltoall", f"{rd}:{map_line}"),
+        "expert_tp": K(1, "TP=1", "default"),
+        "moe_grouped_gemm": K(True, f"{rd}:{gg_line}", "not stated",
+                              "the README's example script passes --moe-grouped-gemm (one local expert per rank)"),
+    }
+    apply_knobs(plan, knobs)
+    flops = megatron_lm_flops(gbs, seq, 32, 4096, 14336, 32, 8, 128, 32000, 2, True)
+    tflops = row["measured"]["tflops_per_gpu"]
+    step = flops / (tflops * 1e12 * n)
+    extra = [sw, f"parallel mapping: {rd}:{map_line} (the table is titled as MCore v0.8's reference mapping; that "
+             "the headline TFLOP/s used it is an inference)", HARDWARE["mlm_h100"][2].replace(
+                 "c230e0d7c2:megatron/core/transformer/moe/README.md:368", f"{commit}:megatron/core/transformer/moe/"
+                 f"README.md:{hw_line}"),
+             f"step_time_s is derived from the published {tflops} TFLOP/s/GPU with Megatron-LM's "
+             f"num_floating_point_operations (NVIDIA/Megatron-LM@{commit}:megatron/training/training.py:{flops_line}: "
+             "non-causal, top-k routed experts, padded vocab 32000, no recompute): "
+             f"{flops:.4e} FLOPs per iteration / (TFLOP/s x 64)"]
+    desc = f"{row['id']}: Mixtral 8x7B BF16, Megatron-Core MoE README ({sw.split(',')[0]}), 64x H100 (TP1 EP8 PP4 VP8)"
+    return scenario(row, desc, model, gpu_cluster("mlm_h100", n), plan, [("step_time_s", round(step, 4))],
+                    f"Megatron-LM MoE README @{commit}, {row['locator']}", assumptions_text(knobs, extra))
+
+
+# =========================================================================================================
+# 6. BLOOM-176B (r0575): Megatron-DeepSpeed, 384 A100, log line at iteration 12695.
+# =========================================================================================================
+
+def build_bloom(row):
+    sl = "bigscience-workshop/bigscience@badbb5b:train/tr11-176B-ml/tr11-176B-ml.slurm"
+    mds = "bigscience-workshop/Megatron-DeepSpeed@affff3d2"
+    model = dense("bloom-176b", 70, 14336, 57344, 112, 112, 250880,
+                  f"{sl}:71 (70 layers, hidden 14336, 112 heads, FFN 4h Megatron default), ALiBi ({sl}:119), "
+                  f"embedding LayerNorm ({sl}:116, not modelled), tied embeddings ({mds}:megatron/model/gpt_model.py:225), "
+                  f"vocab padded to 250880 by --pad-vocab-size-to ({sl}:123), GeLU, LayerNorm, biases; dropout not set "
+                  f"in the script -> Megatron-DeepSpeed default 0.1/0.1 ({mds}:megatron/arguments.py:456,458)",
+                  mlp="gelu", norm="layernorm", position="alibi", tied=True, dropout=True, bias=True)
+    plan = base_plan("deepspeed", 384, 4, 12, 1, 1, 2, 2048, 2048, 1, sp=False,
+                     layers_per_stage=[5] + [6] * 10 + [5])
+    knobs = {
+        "recompute": K("full", f"{sl}:120 (--checkpoint-activations, checkpoint_num_layers 1)"),
+        "zero": K(1, f"{sl}:142 (ZeRO stage 0, but the BF16 optimizer shards fp32 master weights and optimizer "
+                  "state across DP: ZeRO-1 equivalent per the script comment)"),
+        "attention": K("unfused", f"{sl}:121 (fused masked-softmax kernel, no flash attention in Megatron-DeepSpeed "
+                       "of 2022: scores and softmax through HBM)"),
+    }
+    apply_knobs(plan, knobs)
+    extra = ["pipeline partition type:transformer|embedding: 70 blocks + 2 embedding units over 12 stages -> stage 0 "
+             f"embedding + 5 blocks, stage 11 5 blocks + tied head, others 6 ({sl}:103; "
+             f"{mds}:megatron/model/gpt_model.py:312); DeepSpeed's non-interleaved pipeline schedule as 1F1B",
+             f"CUDA_LAUNCH_BLOCKING=1 is exported by the script ({sl}:198) and serialises kernel launches: not "
+             "modelled (notes/megatron.md section 6.12)", HARDWARE["jean_zay"][2],
+             "the code checkout used on Jean Zay is not pinned (notes); GBS rampup finished before iteration 12695",
+             "the gradient-reduction overlap and dtype of DeepSpeed's BF16 optimizer are not stated in the notes: "
+             "shardsim's deepspeed framework defaults are used"]
+    desc = "r0575: BLOOM-176B BF16, Megatron-DeepSpeed, 384x A100 80GB (TP4 PP12 DP8, MBS 2, GBS 2048)"
+    return scenario(row, desc, model, gpu_cluster("jean_zay", 384), plan, step_metric(row),
+                    f"BigScience BLOOM-176B training chronicles, {row['locator']}", assumptions_text(knobs, extra))
+
+
+# =========================================================================================================
+# 7. JAX: DGXC MaxText / Paxml on H100, MaxText on A3, MaxText on TPU v4 (2023) and v6e (tpu-recipes).
+# =========================================================================================================
+
+def mx(commit, path, line=None):
+    return f"AI-Hypercomputer/maxtext@{commit}:{path}" + (f":{line}" if line is not None else "")
+
+
+def dgxc_fsdp_layout(n):
+    """DGXC MaxText/Paxml FSDP rule (dgxc maxtext/configure.sh:33-51, paxml/configure.sh:58): ici_fsdp 8 and
+    dcn_fsdp = nodes below 64 nodes, else dcn_fsdp 16 and DP across the rest -> FSDP group of min(n, 128)."""
+    return min(n, 128)
+
+
+def llama_maxtext(name, layers, hidden, ffn, heads, kv, vocab, cite):
+    return dense(name, layers, hidden, ffn, heads, kv, vocab,
+                 f"{cite}: SwiGLU, RMSNorm, RoPE, no biases, untied logits; dropout not recorded in the notes "
+                 "(none assumed); use_iota_embed (embedding as a one-hot matmul) not modelled", head_dim=128)
+
+
+MAXTEXT_DGXC = {
+    # (model, precision) -> release commit, MaxText proxy commit, config lines, recompute
+    ("llama2_70b", "BF16"): dict(commit="35a9aec", mt="02a8f5c19", seq=135, mbs=(33, 125), model=126,
+                                 recompute=("custom", ["decoder_layer_input", "query_proj", "key_proj", "value_proj",
+                                                       "out_proj", "mlpwo"], "72,81-88,127,149")),
+    ("llama2_70b", "FP8"): dict(commit="35a9aec", mt="02a8f5c19", seq=135, mbs=(33, 125), model=126,
+                                recompute=("custom", ["decoder_layer_input", "query_proj", "key_proj", "value_proj",
+                                                      "out_proj"], "55,63-69,127,149"), quant=(54, 136)),
+    ("llama3_70b", "BF16"): dict(commit="8f5cbb3", mt="7f16e75f4", seq=119, mbs=(33, 109), model=110,
+                                 recompute=("save_qkv_proj", None, "41,111,133")),
+    ("llama3_70b", "FP8"): dict(commit="8f5cbb3", mt="7f16e75f4", seq=119, mbs=(33, 109), model=110,
+                                recompute=("save_qkv_proj", None, "41,111,133"), quant=(53, 120)),
+}
+
+
+def build_dgxc_maxtext(row):
+    t = MAXTEXT_DGXC[(row["model"], row["precision"])]
+    c, mt = t["commit"], t["mt"]
+    cfg = "maxtext/configure.sh"
+    n = row["hardware"]["count"]
+    fsdp = dgxc_fsdp_layout(n)
+    mbs = 2
+    if row["model"] == "llama2_70b":
+        model = llama_maxtext("llama2-70b", 80, 8192, 28672, 64, 8, 32000,
+                              f"{dg(c, cfg, t['model'])} model_name=llama2-70b ({mx(mt, 'MaxText/configs/models/llama2-70b.yml')})")
+    else:
+        model = llama_maxtext("llama3-70b", 80, 8192, 28672, 64, 8, 128256,
+                              f"{dg(c, cfg, t['model'])} model_name=llama3-70b ({mx(mt, 'MaxText/configs/models/llama3-70b.yml')}), "
+                              "RoPE theta 500000")
+    plan = base_plan("maxtext", n, 1, 1, 1, 1, mbs, mbs * n, row["seq_len"])
+    kind, keep, lines = t["recompute"]
+    knobs = {"zero": K(3, dg(c, cfg, "33-51") + " (ici_fsdp 8 x dcn_fsdp; FSDP sharding of weights, gradients and "
+                       "optimizer state)")}
+    if fsdp < n:
+        knobs["fsdp_shard_size"] = K(fsdp, dg(c, cfg, "48-51") + f" (>= 64 nodes: dcn_fsdp 16 -> FSDP {fsdp}, DP "
+                                     f"{n // fsdp} across)")
+    knobs["recompute"] = K(kind, dg(c, cfg, lines) + (" (remat_policy=save_dot_except_mlp* in BASE_CONFIG, "
+                                                      "overridden by the later remat_policy=custom; last key wins, "
+                                                      f"{mx(mt, 'MaxText/pyconfig.py', '247-250')})"
+                                                      if kind == "custom" else " (remat_policy save_qkv_proj)"))
+    if keep:
+        knobs["recompute_keep"] = K(keep, dg(c, cfg, lines) + " (tensors set to 'device'; decoder_layer_input "
+                                    f"'device' by default, {mx(mt, 'MaxText/configs/base.yml', 168)}; "
+                                    "qkv_proj=device has no effect)")
+    knobs["fsdp_prefetch"] = K(True, dg(c, cfg, "96-121") + " (pipelined all-gather + while-loop double buffering "
+                               "+ latency-hiding scheduler: layer i+1's all-gather overlaps layer i)")
+    if "quant" in t:
+        knobs["matmul_dtype"] = K("fp8", dg(c, cfg, f"{t['quant'][0]},{t['quant'][1]}") + " (quantization=fp8: flax "
+                                  f"Fp8DotGeneralOp, {mx('02a8f5c19', 'MaxText/layers/quantizations.py', '192-200')})")
+        knobs["fp8_recipe"] = K("delayed", "flax Fp8DotGeneralOp: delayed scaling, amax history 1024, e4m3 / e5m2 "
+                                "(notes/jax.md section 1.4)")
+    apply_knobs(plan, knobs)
+    image = "ghcr.io/nvidia/jax:maxtext-2024-12-09" if c == "35a9aec" else "nvcr.io/nvidia/jax:25.01-maxtext-py3"
+    extra = [f"DGXC {row['release'][5:]}; MaxText inside {image}, "
+             f"exact commit not stated (read at {mt}); per_device_batch_size {mbs} ({dg(c, cfg, t['mbs'][1])}), "
+             f"seq {row['seq_len']} ({dg(c, cfg, t['seq'])}), GA 1 (base.yml default)",
+             f"FSDP {fsdp} x DP {n // fsdp} (notes/jax.md per-row layout)",
+             "weights fp32 and AdamW moments in the parameter dtype (base.yml weight_dtype float32, default); the "
+             "FSDP collective dtypes are not stated (notes/jax.md section 6): shardsim's maxtext defaults",
+             "cuDNN flash attention through Transformer Engine (attention=cudnn_flash_te, NVTE_FUSED_ATTN=1); XLA "
+             "collective-combine thresholds and PGLE are not modelled", HARDWARE["dgxc_h100_jax"][2]]
+    if "quant" in t:
+        extra.insert(1, "FP8 is flax/XLA-native (Fp8DotGeneralOp) on q, k, v, o and the MLP GEMMs; LM head, "
+                     "embedding and attention stay BF16; MFU was published against the FP8 peak")
+    desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC {row['release'][5:]} MaxText, {n}x H100 "
+            f"(FSDP {fsdp} x DP {n // fsdp}, per-device batch {mbs})")
+    return scenario(row, desc, model, gpu_cluster("dgxc_h100_jax", n), plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+def build_dgxc_paxml(row):
+    c = "35a9aec"
+    cfg = "paxml/configure.sh"
+    pax = "google/paxml@4a6bf20:paxml/contrib/gpu/scripts_gpu/configs.py"
+    n = row["hardware"]["count"]
+    fp8 = row["precision"] == "FP8"
+    if row["model"] == "gpt3_175b":
+        fsdp, mbs = 128, 2
+        model = dense("gpt3-175b-paxml", 96, 12288, 49152, 96, 96, 50257,
+                      f"{pax}:225-277 + JAX-Toolbox PR-46 (DIMS_PER_HEAD 128): learned positions, tied embedding, "
+                      "GeLU, biases, LayerNorm (TE: zero-centred gamma), dropout 0; vocab 50257 (:235)",
+                      mlp="gelu", norm="layernorm", position="learned", tied=True, bias=True, head_dim=128)
+        keep = ["qkv_proj", "out_proj"]
+        remat = ("NVIDIA/dgxc-benchmarking@35a9aec:paxml/paxml_mod_configs.py:29-31 (CHECKPOINT_POLICY "
+                 "SAVE_QKV_OUT_PROJ: TE's combined_qkv_proj and out_proj saved; praxis@1358698:praxis/layers/"
+                 "checkpoint_policy.py:55-58)")
+        layout = dg(c, cfg, "58,69,114") + " (DCN mesh [nodes/16, 16, 1] x ICI [1, 8, 1]: FSDP 128, DP across)"
+    else:
+        fsdp, mbs = 8, 4
+        model = dense("gpt3-5b-paxml", 24, 4096, 16384, 32, 32, 50304,
+                      f"{pax}:180-221: learned positions, tied embedding, GeLU, biases, LayerNorm; vocab 50304 "
+                      "inherited from GPT126MBase (:112); input (embedding) dropout 0.1 (:220) only, layer dropout 0",
+                      mlp="gelu", norm="layernorm", position="learned", tied=True, bias=True, head_dim=128)
+        keep = ["qkv_proj", "out_proj", "mlpwi", "mlpwo"]
+        remat = ("NVIDIA/dgxc-benchmarking@35a9aec:paxml/paxml_mod_configs.py:25-27 (CHECKPOINT_POLICY SAVE_DOT_ONLY "
+                 "= checkpoint_dots, praxis@1358698:praxis/layers/checkpoint_policy.py:51-52)")
+        layout = (dg(c, cfg, "52,69,114") + " (DCN mesh [nodes, 1, 1] x ICI [1, 8, 1]: FSDP 8 inside a node, DP "
+                  "across nodes)")
+    plan = base_plan("maxtext", n, 1, 1, 1, 1, mbs, mbs * n, 2048)
+    knobs = {"zero": K(3, layout)}
+    if fsdp < n:
+        knobs["fsdp_shard_size"] = K(fsdp, layout)
+    knobs["recompute"] = K("custom", remat)
+    knobs["recompute_keep"] = K(keep, remat)
+    knobs["fused_qkv"] = K(True, "Transformer Engine attention computes one fused QKV GEMM (combined_qkv_proj; "
+                           "notes/jax.md section 4.5)")
+    knobs["fsdp_prefetch"] = K(True, dg(c, cfg, 27) + " (async + pipelined all-gather with the latency-hiding "
+                               "scheduler; while_loop_double_buffering=false)", note="")
+    if fp8:
+        knobs["matmul_dtype"] = K("fp8", dg(c, cfg, "42-44") + " (ENABLE_FP8=1: TE fp8_autocast)")
+        knobs["fp8_recipe"] = K("delayed", "JAX-Toolbox@dbac0a72 patches/paxml/PR-46.patch te_helper.py "
+                                "(DelayedScaling HYBRID, amax history 1024)")
+    apply_knobs(plan, knobs)
+    extra = ["container ghcr.io/nvidia/jax:pax-2024-03-04 (paxml 4a6bf20 + JAX-Toolbox patches); the row's 'paxml "
+             "24.11' is the DGXC version, not Pax's (notes/jax.md section 5.4)",
+             f"row fsdp_degree null -> {fsdp} (notes); per-core batch {mbs}; MAX_SEQ_LEN 2048 (google/paxml@4a6bf20:"
+             "paxml/contrib/gpu/scripts_gpu/configs.py:111)",
+             "TE layers (ENABLE_TE=1) with fused attention in BF16; weights fp32 (praxis default), Adam state in "
+             "the parameter dtype; FSDP collective dtypes not stated: shardsim's maxtext defaults",
+             "the DGXC FLOP formula uses V 51200, the config " + str(model["vocab"]),
+             "step time: last logged 'train_step() took' line (DGXC README); whether Pax's timer includes device "
+             "completion is not established (notes/jax.md section 1.6)", HARDWARE["dgxc_h100_jax"][2]]
+    desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC v24.11.1 Paxml, {n}x H100 "
+            f"(FSDP {fsdp} x DP {n // fsdp}, per-core batch {mbs})")
+    return scenario(row, desc, model, gpu_cluster("dgxc_h100_jax", n), plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+def build_maxtext_a3(row):
+    c = "d2aa7f25"
+    n = row["hardware"]["count"]
+    vms = n // 8
+    script = mx(c, f"MaxText/configs/a3/llama_2_7b/{vms}vm.sh")
+    model = llama_maxtext("llama2-7b", 32, 4096, 11008, 32, 32, 32000,
+                          f"{script} model_name=llama2-7b ({mx(c, 'MaxText/configs/models/llama2-7b.yml')})")
+    plan = base_plan("maxtext", n, 1, 1, 1, 1, 4, 4 * n, 4096)
+    knobs = {"zero": K(3, f"{script} (ici_fsdp_parallelism=8, dcn_data_parallelism={vms})")}
+    if n > 8:
+        knobs["fsdp_shard_size"] = K(8, f"{script} (FSDP inside the VM, DP across VMs)")
+    knobs["recompute"] = K("save_dots", f"{script} (remat_policy=minimal_flash: every weight-matmul output and the "
+                           f"attention context kept, {mx(c, 'MaxText/layers/models.py', '255-261')})")
+    knobs["fsdp_prefetch"] = K(True, f"{script} (pipelined all-gather, while-loop double buffering, latency-hiding "
+                               "scheduler)")
+    apply_knobs(plan, knobs)
+    N = 6_738_415_616
+    tflop = maxtext_apr2024_tflop_per_device(N, 4096, 4, 32, 32, 128)
+    published = row["measured"]["tflops_per_gpu"]
+    extra = ["per_device_batch_size 4, max_target_length 4096, scan_layers=false, attention cudnn_flash_te, "
+             f"use_iota_embed (all scripts alike, notes/jax.md section 4.8); logits_dot_in_fp32 True "
+             f"({mx(c, 'MaxText/configs/base.yml', 87)}, default: the LM head runs in fp32) is not modelled",
+             "weights fp32 (base.yml :72) and AdamW moments in the parameter dtype; FSDP collective dtypes not "
+             "stated: shardsim's maxtext defaults", HARDWARE["a3_high"][2],
+             f"step_time_s is derived from the published {published} TFLOP/s/device with MaxText's Apr-2024 count "
+             f"({mx(c, 'MaxText/maxtext_utils.py', '94-117')}: 6*N*L*B + 12*H*layers*d*L^2*B/2, causal, N = "
+             f"{N:,} parameters incl. embedding and untied logits): {tflop:.2f} TFLOP per device / published TFLOP/s"]
+    desc = f"{row['id']}: Llama-2 7B BF16, MaxText on {vms}x A3 (8 H100 each), FSDP 8 x DP {vms}, per-device batch 4"
+    return scenario(row, desc, model, gpu_cluster("a3_high", n), plan, [("step_time_s", round(tflop / published, 4))],
+                    f"MaxText A3 Llama2-7B README ({mx(c, 'MaxText/configs/a3/llama_2_7b/README.md')}), {row['locator']}",
+                    assumptions_text(knobs, extra))
+
+
+V4_2023 = {
+    # model: commit, layers, hidden, ffn, heads, head_dim, qk_norm, N params, pdbs (as measured), script
+    "maxtext_22b": ("281e04bf3", 48, 6144, 24576, 24, 256, True, 21.945e9, 16, "MaxText/configs/1xv4-128.sh", 13),
+    "maxtext_52b": ("e286533d8", 32, 12288, 49152, 32, 256, False, 51.943e9, 10, "MaxText/configs/1xv4-384.sh", 7),
+}
+
+
+def build_maxtext_v4(row):
+    c, layers, hidden, ffn, heads, hd, qkn, N, pdbs, script, row_pdbs = V4_2023[row["model"]]
+    n = row["hardware"]["count"]
+    seq = 1024
+    model = dense(row["model"].replace("_", "-"), layers, hidden, ffn, heads, heads, 32768,
+                  f"MaxText 2023 as measured ({mx(c, script)}, base.yml, layers.py; notes/jax.md sections 4.9-4.10): "
+                  f"{layers} layers, emb {hidden}, MLP {ffn} non-gated ReLU, {heads} heads of dim {hd}, vocab 32768 "
+                  f"tied, RMS norm without bias, QK-norm {'on' if qkn else 'off'}; the parallel attention+MLP block "
+                  "is not modelled (sequential); T5 relative position bias expressed as 'alibi' (a bias added to the "
+                  "scores, no rotary); no dropout or biases recorded",
+                  mlp="relu", position="alibi", tied=True, head_dim=hd, qk_norm=qkn)
+    plan = base_plan("maxtext", n, 1, 1, 1, 1, pdbs, pdbs * n, seq)
+    knobs = {"zero": K(3, f"{mx(c, script)} (ici_fsdp_parallelism={n})"),
+             "recompute": K("full", f"{mx(c, script)} (remat_policy full: policy None, "
+                            f"{mx('e286533d8', 'MaxText/layers.py', '990-999')})"),
+             "attention": K("unfused", f"{mx('e286533d8', 'MaxText/layers.py', '214-410')} (dot-product attention, "
+                            "no flash kernel in 2023)")}
+    apply_knobs(plan, knobs)
+    tflop = maxtext_2023_tflop_per_device(N, seq, pdbs)
+    published = row["measured"]["tflops_per_gpu"]
+    extra = [f"notes/jax.md section 5.1 conflict: the table was measured in 2023 with per_device_batch_size {pdbs} "
+             f"and max_target_length 1024 (base.yml default), while the row carries per-device batch {row_pdbs} and "
+             "seq 2048 from the later scripts: the as-measured configuration is used",
+             "weights fp32, activations bf16, optax.adam; LIBTPU --xla_enable_async_all_gather, TPU_MEGACORE="
+             "MEGACORE_DENSE", TPU_SLICES[("TPU v4", n)][3],
+             f"step_time_s is derived from the published {published} TFLOP/s/chip with MaxText 2023's count "
+             f"({mx(c, 'MaxText/train.py', 319 if c == '281e04bf3' else 286)}: 6*N*L*B, no attention, no remat, "
+             f"N = {N / 1e9:.3f}B): {tflop:.2f} TFLOP per chip / published TFLOP/s"]
+    desc = f"{row['id']}: MaxText {row['model'][8:].upper()} BF16 (2023 config), 1 slice TPU v4 ({n} chips), FSDP {n}"
+    return scenario(row, desc, model, tpu_cluster("TPU v4", n), plan, [("step_time_s", round(tflop / published, 4))],
+                    f"MaxText v4 README (AI-Hypercomputer/maxtext@30cd40a5:MaxText/configs/v4/README.md), {row['locator']}",
+                    assumptions_text(knobs, extra))
+
+
+TR = "benchmarks/maxtext_trillium_model_configs.py"
+V6E = {
+    # row: (maxtext commit, config lines, per-device batch, seq, remat keep, remat offload, extra plan knobs)
+    "r0567": ("9f1820b47", "962-998", 5, 8192, None, ["decoder_layer_input", "query_proj", "key_proj", "value_proj"]),
+    "r0568": ("9f1820b47", "812-859", 4, 8192, None,
+              ["decoder_layer_input", "out_proj", "query_proj", "key_proj", "value_proj"]),
+    "r0569": ("14b5876ea", "1470-1509", 12, 4096, None,
+              ["decoder_layer_input", "out_proj", "query_proj", "key_proj", "value_proj"]),
+    "r0570": ("449b4fe52", "1074-1116", 8, 4096, None,
+              ["decoder_layer_input", "out_proj", "query_proj", "key_proj", "value_proj"]),
+    "r0571": ("14b5876ea", "289-315", 3, 2048, None, None),
+    "r0572": ("50bafeb98", "1717-1755", 1, 32768, ["decoder_layer_input"], None),
+}
+
+
+def v6e_model(row, c):
+    m = row["model"]
+    if m == "llama3_70b":
+        return llama_maxtext("llama3.1-70b", 80, 8192, 28672, 64, 8, 128256,
+                             mx(c, "MaxText/configs/models/llama3.1-70b.yml"))
+    if m == "llama3_8b":
+        return llama_maxtext("llama3.1-8b", 32, 4096, 14336, 32, 8, 128256, mx(c, "MaxText/configs/models/llama3.1-8b.yml"))
+    if m == "mixtral_8x7b":
+        return mixtral_8x7b(mx(c, "MaxText/configs/models/mixtral-8x7b.yml"), 1.25,
+                            "token dropping at capacity factor 1.25 (megablox and sparse_matmul False -> dense_matmul, "
+                            f"{mx(c, 'MaxText/layers/moe.py', '934-941')}); RoPE theta 1e6; no dense layer, ffn_hidden "
+                            "unused")
+    if m == "mixtral_8x22b":
+        mm = dense("mixtral-8x22b", 56, 6144, 16384, 48, 8, 32768,
+                   f"{mx(c, 'MaxText/configs/models/mixtral-8x22b.yml')} (identical at 261a8be0): 56 layers, hidden "
+                   "6144, 48 heads, 8 KV heads, 8 experts top-2 of FFN 16384, vocab 32768, RoPE theta 1e6, RMSNorm, "
+                   "SwiGLU, untied; token dropping at capacity factor 1.25; no dense layer, ffn_hidden unused",
+                   head_dim=128)
+        mm["moe"] = moe(8, 2, 16384, 1.25)
+        return mm
+    if m == "gpt3_175b":
+        return dense("gpt3-175b-maxtext", 96, 12288, 49152, 96, 96, 50304,
+                     f"{mx(c, 'MaxText/configs/models/gpt3-175b.yml')}; {mx(c, 'MaxText/layers/gpt3.py', '65-100,150,343')}: "
+                     "learned positions (16384), non-gated GeLU, LayerNorm with bias, biases in attention and MLP, "
+                     "tied embeddings, fused QKV, vocab 50304; dropout not recorded (none assumed)",
+                     mlp="gelu", norm="layernorm", position="learned", tied=True, bias=True, head_dim=128)
+    if m == "gemma3_12b":
+        return dense("gemma3-12b", 48, 3840, 15360, 16, 8, 262144,
+                     f"{mx(c, 'src/MaxText/configs/models/gemma3-12b.yml')}; {mx(c, 'src/MaxText/layers/gemma3.py', '37-60,125')}: "
+                     "48 layers, hidden 3840, 16 heads of dim 256 (Q width 4096), 8 KV heads, GeGLU FFN 15360, "
+                     "vocab 262144 tied, RMSNorm with pre+post attention/FFW norms (post norms not modelled), "
+                     "QK-norm, 5 local layers (sliding window 1024) : 1 global; num_vocab_tiling 16 (LM head in 16 "
+                     "chunks, recomputed in backward) not modelled", mlp="geglu", tied=True, head_dim=256,
+                     attention_window=1024, global_every=6, qk_norm=True)
+    raise KeyError(m)
+
+
+def build_v6e(row):
+    c, lines, pdbs, seq, keep, offload = V6E[row["id"]]
+    n = row["hardware"]["count"]
+    cfgcite = mx(c, TR, lines)
+    model = v6e_model(row, c)
+    ep = row["parallelism"].get("ep", 1)
+    plan = base_plan("maxtext", n, 1, 1, 1, ep, pdbs, pdbs * n, seq)
+    knobs = {"zero": K(3, cfgcite + (" (ici_fsdp 64 x ici_expert 4)" if ep > 1 else " (ici_fsdp -1 = 256)"))}
+    if keep is None and offload is None:
+        knobs["recompute"] = K("full", cfgcite + " (remat_policy full)")
+    else:
+        knobs["recompute"] = K("custom", cfgcite + " (remat_policy custom)")
+        if keep:
+            knobs["recompute_keep"] = K(keep, cfgcite + " (decoder_layer_input 'device'; every other tensor 'remat')")
+        if offload:
+            knobs["recompute_offload"] = K(offload, cfgcite + " (tensors set to 'offload'; the rest 'remat')")
+    if row["id"] == "r0572":
+        knobs["fsdp_prefetch"] = K(True, cfgcite + " (only --xla_tpu_scoped_vmem_limit_kib is set)", "not stated",
+                                   "no flag asks for all-gather overlap; shardsim's prefetching default is kept")
+    else:
+        knobs["fsdp_prefetch"] = K(True, cfgcite + " (CF_FOR_ALL_GATHER flags: async collective fusion of the FSDP "
+                                   "all-gathers with the consuming compute, notes/jax.md section 4.11)")
+    extra = []
+    if row["model"] == "gpt3_175b":
+        knobs["fused_qkv"] = K(True, mx(c, "MaxText/configs/models/gpt3-175b.yml") + " (fused_qkv: True)")
+    if row["model"] in ("mixtral_8x7b", "mixtral_8x22b"):
+        knobs["moe_grouped_gemm"] = K(True, mx(c, "MaxText/layers/moe.py", "773-775") + " (dense_matmul: one einsum "
+                                      "EBCM,EMH->EBCH over all experts)")
+        if ep > 1:
+            knobs["moe_dispatcher"] = K("alltoall", cfgcite + " (dispatch output sharded on activation_exp: "
+                                        "all-to-all within each 4-chip ring)")
+        extra.append("expert capacity per sequence ceil(L*k/E)*1.25 = 1280 slots: padding is executed; "
+                     "dispatch/combine run as dense einsums (notes/jax.md section 4.14)")
+    if row["model"] == "mixtral_8x22b":
+        knobs["master_weights_dtype"] = K("bf16", cfgcite + " (weight_dtype bfloat16)")
+        knobs["optimizer_state_dtype"] = K("bf16", mx(c, "MaxText/optimizers.py", "27-38") + " (optax.adamw without "
+                                           "mu_dtype: moments in the bf16 parameter dtype)", "default")
+        extra.append("notes/jax.md section 5.3: the README names maxtext@261a8be0 but the config (and its "
+                     "sparse_matmul key) exist only from 449b4fe52, whose knobs are used; custom_mesh "
+                     "hybrid_ring_64x4 (expert axis = 2x2 rings of the 16x16 torus) is not expressible: shardsim "
+                     "places the 4 expert-parallel ranks by its own mesh; dense weights sharded over all 256 chips "
+                     "(MaxText's 'embed' rule on fsdp x expert, assumed)")
+    apply_knobs(plan, knobs)
+    release = row["release"]
+    extra += [f"{release}; synthetic data; flash (Pallas splash) attention; use_iota_embed not modelled; weights "
+              f"{'bf16' if row['model'] == 'mixtral_8x22b' else 'fp32'}, AdamW moments in the parameter dtype; FSDP "
+              "collective dtypes not stated: shardsim's maxtext defaults; XLA/libtpu flags (notes/jax.md section 4) "
+              "not modelled beyond the overlap they enable",
+              TPU_SLICES[("TPU v6e", n)][3], "metric: the README's single 'completed step' log line (a sample, not "
+              "an average)"]
+    layout = f"FSDP {n // ep}" + (f" x EP {ep}" if ep > 1 else "")
+    desc = (f"{row['id']}: {model['name']} BF16, MaxText tpu-recipes, TPU v6e-256 ({layout}, per-device batch {pdbs}, "
+            f"seq {seq})")
+    return scenario(row, desc, model, tpu_cluster("TPU v6e", n), plan, step_metric(row),
+                    f"AI-Hypercomputer/tpu-recipes training/trillium {row['locator']}", assumptions_text(knobs, extra))
+
+
+# =========================================================================================================
+# 8. PyTorch: torchtitan benchmarks (Dec 2024, 9dec370), docs/performance.md (Aug 2024, 3faaa1a0d; A100 tables
+#    of April 2024, 1ea476e9f / 395a52627), Trainy H200 (e7c0cae), torchao float8 (~54ef42221) and MX
+#    (6fc499f6), NeMo AutoModel (01926a5c).
+# =========================================================================================================
+
+def tt(commit, path, line=None):
+    return f"pytorch/torchtitan@{commit}:{path}" + (f":{line}" if line is not None else "")
+
+
+BD = tt("b5bcd76c66", "benchmarks/llama3_h100_202412_torchtitan.md")
+
+
+def llama_tt(model, commit):
+    """torchtitan's Llama flavors (pytorch/torchtitan@3faaa1a0d:torchtitan/models/llama/__init__.py:14-60): untied
+    output, RMSNorm, SwiGLU, RoPE, no biases, no dropout."""
+    cite = tt("3faaa1a0d", "torchtitan/models/llama/__init__.py", "14-60") + " (flavors agree with modern_runs.json)"
+    shapes = {"llama3_8b": ("llama3-8b", 32, 4096, 14336, 32, 8, 128256),
+              "llama3_70b": ("llama3-70b", 80, 8192, 28672, 64, 8, 128256),
+              "llama31_405b": ("llama3.1-405b", 126, 16384, 53248, 128, 8, 128256),
+              "llama2_13b": ("llama2-13b", 40, 5120, 13824, 40, 40, 32000),
+              "llama2_70b": ("llama2-70b", 80, 8192, 28672, 64, 8, 32000)}[model]
+    return dense(*shapes, f"{cite}: RoPE, SwiGLU, RMSNorm, no biases, untied output, no dropout")
+
+
+# per torchtitan commit: FSDP wrapping / reshard code, mixed-precision config, per-op SAC save list
+TT_CODE = {
+    "9dec370": ("torchtitan/parallelisms/parallelize_llama.py:309-339", "torchtitan/config_manager.py:388-397",
+                "mm (every 2nd recomputed), flash/efficient SDPA, reduce_scatter, abs, max"),
+    "3faaa1a0d": ("torchtitan/parallelisms/parallelize_llama.py:289-323", "torchtitan/config_manager.py:311-330",
+                  "mm (every 2nd recomputed), flash/efficient SDPA, reduce_scatter"),
+    "1ea476e9f": ("torchtitan/parallelisms/parallelize_llama.py:216-239", "torchtitan/parallelisms/"
+                  "parallelize_llama.py:220-222", "mm (every 2nd recomputed), flash/efficient SDPA, reduce_scatter"),
+    "54ef42221": ("torchtitan/models/llama/parallelize_llama.py:346-369", "torchtitan/config_manager.py:499-512",
+                  "mm (every 2nd recomputed), flash/efficient SDPA, reduce_scatter, max"),
+    "e7c0cae": ("torchtitan/models/llama3/parallelize_llama.py:313-367", "torchtitan/config_manager.py:221-231",
+                "mm (every 2nd recomputed), flash/efficient SDPA, reduce_scatter, max"),
+    "6fc499f6": ("torchtitan/models/llama3/infra/parallelize.py:357-422", "torchtitan/config/job_config.py:207-216",
+                 "mm (every 2nd recomputed), flash/efficient SDPA, reduce_scatter, max; cuDNN attention not saved"),
+}
+
+
+def tt_common(commit):
+    """Knobs shared by every torchtitan row: FSDP2 per TransformerBlock, bf16 params / fp32 reduction."""
+    fsdp, mp, _ = TT_CODE[commit]
+    return {
+        "zero": K(3, tt(commit, fsdp) + " (FSDP2 fully_shard per TransformerBlock + root)"),
+        "grad_reduce_dtype": K("fp32", tt(commit, mp) + " (reduce dtype float32)", "default"),
+        "fsdp_prefetch": K(True, "FSDP2 implicit forward/backward prefetch (pytorch/pytorch f2805a0408, #128884); no "
+                           "explicit prefetch lists in torchtitan", "default"),
+    }
+
+
+# row: dict of row-specific facts (all cites in notes/pytorch.md section 4)
+TT_ROWS = {}
+for rid, gpus, compile_, fp8 in (("r0486", 8, False, False), ("r0487", 8, True, False), ("r0488", 8, True, True),
+                                 ("r0493", 128, False, False), ("r0494", 128, True, False), ("r0495", 128, True, True)):
+    TT_ROWS[rid] = dict(family="tt2412_fsdp", model="llama3_8b", hw="grand_teton", commit="9dec370", dp=gpus,
+                        mbs=2, gbs=2 * gpus, seq=8192, recompute="op_sac", compile=compile_,
+                        fp8="tensorwise" if fp8 else None, fp8_ag=False)
+for rid, seq, dps, cp in (("r0489", 32768, 8, 1), ("r0490", 65536, 4, 2), ("r0491", 131072, 2, 4),
+                          ("r0492", 262144, 1, 8)):
+    TT_ROWS[rid] = dict(family="tt2412_cp", model="llama3_8b", hw="grand_teton", commit="9dec370", dp=dps, cp=cp,
+                        mbs=1, gbs=dps, seq=seq, recompute="full", compile=True, fp8="tensorwise", fp8_ag=False)
+for rid, atp in (("r0496", False), ("r0497", True)):
+    TT_ROWS[rid] = dict(family="tt2412_2d", model="llama3_70b", hw="grand_teton", commit="9dec370", dp=32, tp=8,
+                        mbs=16, gbs=512, seq=8192, recompute="full", compile=True, fp8="tensorwise", fp8_ag=False,
+                        async_tp=atp)
+for rid, sched in (("r0498", "1f1b"), ("r0499", "interleaved")):
+    TT_ROWS[rid] = dict(family="tt2412_3d", model="llama31_405b", hw="grand_teton", commit="9dec370", dp=8, tp=8,
+                        pp=8, mbs=4, gbs=256, seq=8192, recompute="full", compile=True, fp8="tensorwise", fp8_ag=True,
+                        async_tp=True, schedule=sched)
+for rid, seq, dps, cp in (("r0500", 32768, 8, 1), ("r0501", 65536, 4, 2), ("r0502", 131072, 2, 4),
+                          ("r0503", 262144, 1, 8)):
+    TT_ROWS[rid] = dict(family="tt2412_4d", model="llama31_405b", hw="grand_teton", commit="9dec370", dp=dps, tp=8,
+                        pp=8, cp=cp, mbs=1, gbs=8 * dps, seq=seq, recompute="full", compile=True, fp8="tensorwise",
+                        fp8_ag=True, async_tp=True, schedule="1f1b")
+for rid, gpus in (("r0516", 32), ("r0517", 64)):
+    TT_ROWS[rid] = dict(family="trainy", model="llama3_8b", hw="trainy_h200", commit="e7c0cae", dp=gpus, mbs=2,
+                        gbs=2 * gpus, seq=8192, recompute="op_sac", compile=True, fp8="tensorwise", fp8_ag=True)
+for rid, fp8, atp in (("r0518", None, False), ("r0519", "tensorwise", False), ("r0520", "tensorwise", True)):
+    TT_ROWS[rid] = dict(family="ttperf_405b", model="llama31_405b", hw="grand_teton_2024", commit="3faaa1a0d", dp=16,
+                        tp=8, mbs=2, gbs=32, seq=8192, recompute="full", compile=True, fp8=fp8, fp8_ag=fp8 is not None,
+                        async_tp=atp)
+for rid, model, seq, mbs, ac in (("r0521", "llama3_8b", 8192, 1, "layer"), ("r0522", "llama3_8b", 8192, 1, "op"),
+                                 ("r0523", "llama3_70b", 8192, 1, "full"), ("r0524", "llama2_13b", 4096, 2, "none"),
+                                 ("r0525", "llama2_13b", 4096, 2, "layer"), ("r0526", "llama2_13b", 4096, 2, "op"),
+                                 ("r0527", "llama2_70b", 4096, 1, "op"), ("r0528", "llama2_70b", 4096, 2, "full")):
+    TT_ROWS[rid] = dict(family="ttperf_a100", model=model, hw="a100_tt", commit="1ea476e9f", dp=64, mbs=mbs,
+                        gbs=64 * mbs, seq=seq, recompute={"layer": "full", "op": "op_sac", "full": "full",
+                                                          "none": "none"}[ac],
+                        every=2 if ac == "layer" else None, compile=False, fp8=None)
+for rid, fp8, ag in (("r0529", None, False), ("r0530", "tensorwise", True), ("r0531", "rowwise", False)):
+    TT_ROWS[rid] = dict(family="torchao_float8", model="llama3_8b", hw="torchao_h100", commit="54ef42221", dp=8,
+                        mbs=1, gbs=8, seq=8192, recompute="op_sac", compile=True, fp8=fp8, fp8_ag=ag)
+for rid, fp8, ag in (("r0532", None, False), ("r0533", "tensorwise", True), ("r0534", "mxfp8", False),
+                     ("r0535", "mxfp8", False), ("r0536", "rowwise", False)):
+    TT_ROWS[rid] = dict(family="torchao_mx", model="llama3_8b", hw="torchao_b200", commit="6fc499f6", dp=8, mbs=1,
+                        gbs=8, seq=8192, recompute="op_sac", compile=True, fp8=fp8, fp8_ag=ag)
+
+TT_FAMILY_NOTES = {
+    "tt2412_fsdp": ("torchtitan 9dec370 (torch 1963fc8, torchao eab345c), Dec-2024 benchmark Tables 1/3 ({bd}:19-46): "
+                    "local batch 2 (command line; toml 1), seq 8192 (toml {t}:30), FSDP over all GPUs, per-op SAC "
+                    "(toml :53-55), torch.compile {compile}; float8 on all Linears but the output where stated "
+                    "(tensorwise dynamic). Conflict (notes/pytorch.md 4.1): modern_runs' source note says float8 "
+                    "rows use the FSDP float8 all-gather, but the benchmark does not say so and the 9dec370 default "
+                    "is off (config_manager.py:542-550): off is used"),
+    "tt2412_cp": ("torchtitan 9dec370, Table 2 ({bd}:31-38): dp_shard x cp = {dp} x {cp}, local batch 1, full AC "
+                  "(command line; toml selective), compile, float8 tensorwise (FSDP float8 all-gather not stated: "
+                  "default off); CP rotate method allgather and load balancing (defaults). Conflict (notes/pytorch.md "
+                  "4.1 F2): torchtitan shards parameters over dp_shard*cp = 8 ranks (FSDP mesh dp_shard_cp, "
+                  "parallelize_llama.py:79-94), shardsim's zero 3 shards over dp = {dp} only: not expressible, the "
+                  "difference is left"),
+    "tt2412_2d": ("torchtitan 9dec370, Table 4 ({bd}:48-53): TP 8 x FSDP 32, local batch 16 (command line; toml 8), "
+                  "full AC (toml :53-54), compile, float8 tensorwise with float8 TP styles (FSDP float8 all-gather "
+                  "not stated: default off), sequence parallel on the norms, loss parallel (not modelled); async TP "
+                  "{atp} (written as tp_comm_overlap; async TP holds no stated SM count, so tp_comm_overlap_sms is "
+                  "left at shardsim's default)"),
+    "tt2412_3d": ("torchtitan 9dec370, Table 5 ({bd}:55-60): TP 8, PP 8 ({sched}), FSDP 8, local batch 32 in 8 "
+                  "microbatches (default = PP degree, not stated) of 4 sequences; float8 tensorwise with FSDP float8 "
+                  "all-gather and precomputed scales, async TP, compile, full AC (toml llama3_405b.toml:36-60); FSDP "
+                  "keeps blocks unsharded after forward under PP; auto split {split} (pipelining_utils.py:18-57); "
+                  "mesh [pp, dp_shard, cp, tp] with pp outermost (parallel_dims.py:48-61); async TP written as "
+                  "tp_comm_overlap with shardsim's default SM count"),
+    "tt2412_4d": ("torchtitan 9dec370, Table 6 ({bd}:62-69): TP 8, PP 8 1F1B, dp_shard x cp = {dp} x {cp}, local "
+                  "batch 8 = 8 microbatches of 1 sequence; global batch not stated: dp_shard x 8 is written; float8 "
+                  "tensorwise + FSDP float8 all-gather, async TP, full AC, compile; CP allgather with load balancing; "
+                  "auto split 15,16x6,15; mesh with pp outermost. Conflict (notes/pytorch.md 4.1 F5): parameters are "
+                  "sharded over dp_shard*cp = 8 ranks in torchtitan, over dp = {dp} in shardsim (not expressible)"),
+    "trainy": ("torchtitan e7c0cae (torch 2.8.0a0, torchao 0afa4c1), Trainy H200 "
+               "(pytorch/torchtitan@cbccb3878:benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md:18-36): local "
+               "batch 2, compile, float8 tensorwise with FSDP float8 all-gather and precomputed scales "
+               "(force_recompute_fp8_weight_in_bwd passed but a no-op in torchao 0afa4c1), per-op SAC (toml :55-57), "
+               "seq 8192 (toml :34); TPS and memory sampled at iteration 100"),
+    "ttperf_405b": ("torchtitan 3faaa1a0d, docs/performance.md 405B table (:5-15): TP 8, FSDP 16, local batch 2, seq "
+                    "8192, full AC, compile (train_configs/llama3_405b.toml:29-59); the toml enables float8 (with FSDP "
+                    "float8 all-gather) and async TP, so the 'None' row disabled both and the Float8 row async TP on "
+                    "the command line (notes/pytorch.md 4.3); loss parallel not modelled. The published float8 MFUs "
+                    "are against 1979 TFLOP/s (conflict); only WPS is used"),
+    "ttperf_a100": ("torchtitan April-2024 tables (1ea476e9f / 395a52627; modern_runs names 3faaa1a0d): FSDP over 64 "
+                    "A100, TP forced to 1, compile off, local batch as the table, seq from the tomls; 'selective "
+                    "layer' N not stated: default 2 (every other block fully recomputed, config_manager.py:289-291); "
+                    "the 8B/13B tomls use the Triton fused_rmsnorm (not modelled)"),
+    "torchao_float8": ("torchao float8 README (pytorch/ao@8c81863ba:benchmarks/float8/training/float8_training_benchmark.sh:24-42): "
+                       "torchtitan '0.0.2' (commit window 069bae286..54ef42221), llama3_8b.toml, local batch 1, seq 8192, "
+                       "FSDP 8, per-op SAC, compile; tensorwise with FSDP float8 all-gather, precomputed scales and fp8 "
+                       "weight recompute in backward; rowwise with bf16 all-gather; output layer excluded; tps = median "
+                       "of the log lines; the 'GB' memory column is torchtitan's peak reserved GiB"),
+    "torchao_mx": ("torchao MX README (pytorch/ao@e4e681be6:benchmarks/float8/training/llama3.sh:30-56): torchtitan "
+                   "6fc499f6, llama3_8b.toml, local batch 1, seq 8192, FSDP 8, per-op SAC, compile; MXFP8 (cuBLAS, "
+                   "block 32, FLOOR or RCEIL scales) / float8 tensorwise with FSDP float8 all-gather / rowwise; bf16 "
+                   "weight all-gather for MX; output excluded. On B200 SDPA prefers cuDNN attention, which is not in "
+                   "that commit's SAC save list, so the attention forward is recomputed in backward (code-level "
+                   "inference, not modelled); every block reshards after forward; memory column = reserved GiB"),
+}
+
+
+def build_torchtitan(row):
+    f = TT_ROWS[row["id"]]
+    fam = f["family"]
+    n = row["hardware"]["count"]
+    tp, pp, cp = f.get("tp", 1), f.get("pp", 1), f.get("cp", 1)
+    model = llama_tt(f["model"], f["commit"])
+    lps, vp, mesh = None, 1, None
+    if pp > 1:
+        if f["schedule"] == "interleaved":
+            vp = 2
+            lps = torchtitan_split(model["layers"], pp * 2)
+        else:
+            lps = torchtitan_split(model["layers"], pp)
+        mesh = ["tp", "cp", "dp", "pp"]
+    plan = base_plan("torchtitan", n, tp, pp, cp, 1, f["mbs"], f["gbs"], f["seq"], vp, sp=tp > 1,
+                     layers_per_stage=lps, mesh_order=mesh)
+    assert plan["dp"] == f["dp"], row["id"]
+    knobs = tt_common(f["commit"])
+    rc_cite = {"op_sac": "per-op SAC saving " + TT_CODE[f["commit"]][2],
+               "full": "full AC: checkpoint_wrapper around every block",
+               "none": "AC none"}[f["recompute"]]
+    knobs["recompute"] = K(f["recompute"], rc_cite + " (notes/pytorch.md section 2.2)")
+    if f.get("every"):
+        knobs["recompute_every"] = K(f["every"], tt("1ea476e9f", "torchtitan/config_manager.py", "289-291"),
+                                     "default", "'selective layer' with N not stated: default '2' (one block in 2 "
+                                     "fully recomputed)")
+    knobs["fsdp_reshard_after_forward"] = K(pp == 1, tt(f["commit"], TT_CODE[f["commit"]][0]) + (
+        " (PP: no block reshards)" if pp > 1 else " (every block reshards" +
+        (")" if f["commit"] == "6fc499f6" else " but the last; the root stays unsharded)")), "default")
+    if tp > 1:
+        knobs["tp_comm_overlap"] = K(bool(f.get("async_tp")), "async TP (inductor micro-pipelined TP with symmetric "
+                                     "memory) " + ("on" if f.get("async_tp") else "off"))
+    if cp > 1:
+        knobs["cp_comm"] = K("all_gather", tt("9dec370", "torchtitan/config_manager.py", "364-377") +
+                             " (context_parallel_rotate_method allgather)", "default")
+    if f["fp8"]:
+        knobs["matmul_dtype"] = K("fp8", "float8 converter on every nn.Linear but the output layer")
+        knobs["fp8_recipe"] = K({"tensorwise": "tensorwise", "rowwise": "rowwise", "mxfp8": "mxfp8"}[f["fp8"]],
+                                "torchao recipe of the row (notes/pytorch.md section 1.8)")
+        knobs["fp8_param_gather"] = K(f["fp8_ag"], "enable_fsdp_float8_all_gather " + ("on" if f["fp8_ag"] else "off"),
+                                      "default" if fam in ("tt2412_fsdp", "tt2412_cp", "tt2412_2d") else "recipe",
+                                      "not stated by the benchmark; argparse default off" if fam in
+                                      ("tt2412_fsdp", "tt2412_cp", "tt2412_2d") else "")
+    apply_knobs(plan, knobs)
+    note = TT_FAMILY_NOTES[fam].format(bd=BD, t=tt("9dec370", "train_configs/llama3_8b.toml"),
+                                       compile="on" if f["compile"] else "off", dp=f["dp"], cp=cp,
+                                       atp="on" if f.get("async_tp") else "off", sched=f.get("schedule"),
+                                       split=",".join(map(str, lps)) if lps else "")
+    extra = [note, "torch.compile (per-block Inductor fusion) is not modelled: compiled and eager rows differ only "
+             "in the published figures" if fam in ("tt2412_fsdp",) else "",
+             HARDWARE[f["hw"]][2],
+             "tokens/s per device = torchtitan tps (tokens before CP splitting / (time x cp x tp x pp)) = global "
+             "tokens per step / (step time x devices)"]
+    metrics = [("tokens_per_s_per_device", row["measured"]["tokens_per_s_per_gpu"])]
+    mem = row["measured"].get("peak_mem_gib", row["measured"].get("peak_mem_gb"))
+    if mem is not None:
+        metrics.append(("peak_memory_GiB", mem))
+        extra.append("peak_memory_GiB = torchtitan's peak reserved memory (reserved_bytes.all.peak) in GiB"
+                     + (", max over GPUs" if fam.startswith("tt2412") else ""))
+    prec = f"FP8 {f['fp8']}" if f["fp8"] else "BF16"
+    desc = (f"{row['id']}: {model['name']} {prec}, torchtitan ({row['locator']}), {n}x {row['hardware']['chip']} "
+            f"(FSDP {f['dp']}" + (f" TP{tp}" if tp > 1 else "") + (f" PP{pp}" if pp > 1 else "") +
+            (f" CP{cp}" if cp > 1 else "") + f", local batch {f['mbs'] * (8 if pp > 1 else 1)}, seq {f['seq']})")
+    src = {"tt_bench_202412": f"torchtitan benchmarks Dec 2024 ({BD})", "tt_h200_trainy": "torchtitan community "
+           "benchmark, Trainy H200 (" + tt("b5bcd76c66", "benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md") + ")",
+           "tt_perf_2024": "torchtitan docs/performance.md (" + tt("3faaa1a0d", "docs/performance.md") + ")",
+           "torchao_float8": "TorchAO float8 README (pytorch/ao@8c81863ba:torchao/float8/README.md)",
+           "torchao_mx": "TorchAO MX README (pytorch/ao@9e3758d15:torchao/prototype/mx_formats/README.md)"}[row["source"]]
+    return scenario(row, desc, model, gpu_cluster(f["hw"], n), plan, metrics, f"{src}, {row['locator']}",
+                    assumptions_text(knobs, extra))
+
+
+AM = "NVIDIA-NeMo/Automodel@01926a5c"
+AM_ROWS = {
+    # row: model builder, yaml, pp, vp, layers_per_stage rule, ep, dp, mbs, gbs, full AC, reshard, fsdp-optimizations
+    "r0550": ("deepseek_v3", "deepseek_v3_te_deepep.yaml", 4, 8, (2, "old"), 64, 64, 1, 512, True, False, True),
+    "r0549": ("deepseek_v3", "deepseek_v3_te_deepep_1024.yaml", 4, 4, (4, "either"), 64, 256, 1, 8192, True, False,
+              True),
+    "r0551": ("kimi_k2", "kimi_k2_te_deepep.yaml", 8, 4, (2, "old"), 32, 32, 1, 512, True, False, False),
+    "r0552": ("qwen3_30b_a3b", "qwen3_moe_30b_te_deepep.yaml", 1, 1, None, 8, 8, 4, 512, True, False, True),
+    "r0553": ("gpt_oss_20b", "gptoss_20b_te_deepep.yaml", 1, 1, None, 8, 8, 2, 256, True, False, False),
+    "r0554": ("gpt_oss_120b", "gptoss_120b_te_deepep.yaml", 1, 1, None, 64, 64, 2, 512, False, True, False),
+}
+
+
+def build_automodel(row):
+    name, yaml, pp, vp, lps_rule, ep, dp, mbs, gbs, full_ac, reshard, fsdpopt = AM_ROWS[row["id"]]
+    yc = f"{AM}:examples/benchmark/configs/{yaml}"
+    n = row["hardware"]["count"]
+    model_cite = {
+        "deepseek_v3": f"{yc}:63-69; {AM}:nemo_automodel/components/models/deepseek_v3/model.py:31-160",
+        "kimi_k2": f"{yc}:62-76 (moonshotai/Kimi-K2-Base); shape from pytorch/torchtitan@b5bcd76c66:torchtitan/"
+                   "models/kimi_k2_7/__init__.py:384-440 and the Kimi-K2 model card (notes/pytorch.md section 5)",
+        "qwen3_30b_a3b": f"{yc}:62-77 (Qwen/Qwen3-30B-A3B)",
+        "gpt_oss_20b": f"{yc}:62-76; {AM}:nemo_automodel/components/models/gpt_oss/model.py:33-37,92-107; "
+                       "layers.py:38-125",
+        "gpt_oss_120b": f"{yc}:63-78; {AM}:nemo_automodel/components/models/gpt_oss/model.py:33-37,92-107; "
+                        "layers.py:38-125"}[name]
+    builders = {"deepseek_v3": deepseek_v3, "kimi_k2": kimi_k2, "qwen3_30b_a3b": qwen3_30b_a3b}
+    model = builders[name](model_cite) if name in builders else gpt_oss(name.split("_")[-1], model_cite)
+    lps = automodel_split(model["layers"], pp * vp) if pp > 1 else None
+    plan = base_plan("torchtitan", n, 1, pp, 1, ep, mbs, gbs, 4096, vp, layers_per_stage=lps)
+    assert plan["dp"] == dp, row["id"]
+    knobs = {
+        "zero": K(3, f"{AM}:nemo_automodel/components/moe/parallelizer.py:123-217 (FSDP2 per decoder block; experts on "
+                  "the ep_shard mesh)"),
+        "master_weights_dtype": K("bf16", f"{AM}:nemo_automodel/components/models/deepseek_v3/model.py:286-304 "
+                                  "(parameters stored in bf16)"),
+        "optimizer_state_dtype": K("bf16", "torch.optim.Adam keeps its moments in the parameter dtype (bf16)",
+                                   "default"),
+        "grad_reduce_dtype": K("fp32", f"{AM}:nemo_automodel/components/moe/parallelizer.py:138-141 (FSDP reduce fp32)",
+                               "default"),
+        "recompute": K("full" if full_ac else "none", yc + ":58-61 (activation_checkpointing: full checkpointing of "
+                       "every decoder block when true)"),
+        "fsdp_reshard_after_forward": K(reshard, yc + ":61" if reshard else f"{AM}:nemo_automodel/components/moe/"
+                                        "parallelizer.py:253 (default False)", "recipe" if reshard else "default"),
+        "fsdp_prefetch": K(True, "FSDP2 implicit prefetch", "default"),
+        "moe_dispatcher": K("alltoall", f"{AM}:nemo_automodel/components/moe/layers.py:419-443 (DeepEP through "
+                            "MoEFlexTokenDispatcher: all-to-all dispatch)"),
+        "expert_tp": K(1, "TP 1 (" + f"{AM}:docs/performance-summary.md:13-18" + ")"),
+        "moe_grouped_gemm": K(True, f"{AM}:nemo_automodel/components/moe/layers.py:484-499 (grouped_gemm ops.gmm)"),
+    }
+    extra = [f"AutoModel table from ce005dd86/364f600be, configs read at 01926a5c ({yc}); mock data of full 4096-token "
+             f"sequences; fake balanced gate (exactly uniform expert load, no router GEMM: capacity_factor 1.0); no "
+             f"gradient clipping; TE attention/linear/RMSNorm, DeepEP; shared experts on a side stream",
+             f"GBS {gbs}, local batch {row['batch']['local_batch']}, GA {row['batch']['ga']}, microbatch {mbs}, "
+             f"EP {ep}, FSDP {dp} ({yc}:27-42)"]
+    if pp > 1:
+        extra.append(f"PP {pp} interleaved1f1b with microbatch 1; layers_per_stage {lps_rule[0]} in the YAML; "
+                     + (f"the pre-01926a5c stage formula ceil(L/lps)+1 gives the table VP {vp}; " if lps_rule[1] == "old"
+                        else f"the 1024-GPU YAML gives {pp * vp} stages = VP {vp} under either formula; ") +
+                     f"split: the first L % S stages one layer more, loop placement ({AM}:nemo_automodel/components/"
+                     "distributed/pipelining/functional.py:66-216)")
+    if fsdpopt:
+        extra.append("enable_fsdp_optimizations true (no gradient reduce-scatter / reshard until the last GA "
+                     "micro-step) is not modelled" + (" and was added to the YAML after the table date"
+                                                     if name == "deepseek_v3" else ""))
+    if row["id"] == "r0549":
+        extra.append("conflicts (notes/pytorch.md 4.8): the table lists VP 8 but its YAML (layers_per_stage 4) gives "
+                     "VP 4, which is used; the 1024-GPU YAML was committed two days after the table")
+    if row["id"] == "r0550":
+        extra.append("conflict: at 01926a5c the stage formula gives VP 7; the table's VP 8 matches the code at the "
+                     "table date, which is used")
+    if row["id"] == "r0551":
+        extra.append("conflict: 01926a5c's stage formula gives VP 3; the table's VP 4 (code at the table date) is used")
+    if name.startswith("gpt_oss"):
+        extra.append(f"EP {ep} from the YAML ({yc}:41) although the table shows '-' (notes conflict); FlexAttention "
+                     "with sliding window and sinks")
+        if name == "gpt_oss_20b":
+            extra.append("activation checkpointing was true in the YAML at the table date (ce005dd86) and false at "
+                         "01926a5c (92169724f, 2025-11-10): which produced the table is not knowable; the table-date "
+                         "value (full AC) is used")
+        else:
+            extra.append("the YAML at the table date had GBS 256, PP 2, EP 16; bdb4dbc72 changed it to the table's "
+                         "GBS 512, PP 1 (and EP 64), which is used")
+    extra += [HARDWARE["automodel_h100"][2], "metric: 'Time per Global Step' = mean over steps 10-29 of the rank-0 "
+              "iteration timer, covering the whole GA loop and optimizer.step"]
+    apply_knobs(plan, knobs)
+    desc = (f"{row['id']}: {model['name']} BF16, NeMo AutoModel, {n}x H100 (FSDP {dp} EP {ep}"
+            + (f" PP{pp} VP{vp}" if pp > 1 else "") + f", GBS {gbs})")
+    return scenario(row, desc, model, gpu_cluster("automodel_h100", n), plan, step_metric(row),
+                    f"NeMo AutoModel performance summary ({AM}:docs/performance-summary.md), {row['locator']}",
+                    assumptions_text(knobs, extra))
+
+
+# =========================================================================================================
+# Dispatch, skips, output
+# =========================================================================================================
+
+SPLIT = {}  # row id -> "development" | "held_out", filled from split.json
+
+FRAMEWORK = {"NeMo/Megatron-Core": "megatron-core", "Megatron-Core": "megatron-core", "torchtitan": "torchtitan",
+             "torchtitan+torchao": "torchtitan", "NeMo AutoModel": "torchtitan", "MaxText (JAX)": "maxtext",
+             "MaxText (JAX/XLA GPU)": "maxtext", "Paxml (JAX)": "maxtext", "Megatron-DeepSpeed": "deepspeed"}
+CHIP_SLUG = {"H100": "h100", "H200": "h200", "A100": "a100", "B200": "b200", "GB200": "gb200", "TPU v4": "tpuv4",
+             "TPU v6e": "tpuv6e", "Blackwell (SM100+, SKU not named)": "blackwell"}
+SKIPPED_CHIP = {"GB200": "gb200", "TPU v4": "tpu-v4", "TPU v6e": "tpu-v6e",
+                "Blackwell (SM100+, SKU not named)": "blackwell-unnamed"}
+
+
+def skip_reason(row):
+    chip = row["hardware"]["chip"]
+    if chip == "GB200" or row["source"] == "tt_nvfp4":
+        reason = GB200_SKIP
+        if "NVFP4" in row["precision"]:
+            reason += "; NVFP4 precision not modelled"
+        return reason
+    if "NVFP4" in row["precision"]:
+        return "NVFP4 precision not modelled"
+    if chip.startswith("TPU") and not any(k == (chip, row["hardware"]["count"]) for k in TPU_SLICES):
+        return MULTISLICE_SKIP
+    return None
+
+
+def builder(row):
+    src, model = row["source"], row["model"]
+    if src == "nemo_perf_2407":
+        return build_nemo2407
+    if src == "nemo_longseq":
+        return build_longseq
+    if src == "dgxc":
+        if row["framework"] == "MaxText (JAX)":
+            return build_dgxc_maxtext
+        if row["framework"] == "Paxml (JAX)":
+            return build_dgxc_paxml
+        commit = DGXC_COMMIT[row["release"]]
+        if model == "grok1_314b":
+            return build_dgxc_nemo1_grok if commit in ("35a9aec", "8f5cbb3") else build_dgxc_nemo2_grok
+        if model == "gpt3_175b":
+            return build_dgxc_nemo1_gpt3
+        if model.startswith("nemotron4"):
+            return build_dgxc_nemo1_nemotron
+        return build_dgxc_nemo1_llama if commit in ("35a9aec", "8f5cbb3") else build_dgxc_nemo2_llama
+    return {"mlm_moe_readme": build_mlm_mixtral, "bloom_chronicles": build_bloom, "maxtext_a3": build_maxtext_a3,
+            "maxtext_v4": build_maxtext_v4, "tpu_recipes_v6e": build_v6e, "tt_bench_202412": build_torchtitan,
+            "tt_h200_trainy": build_torchtitan, "tt_perf_2024": build_torchtitan, "torchao_float8": build_torchtitan,
+            "torchao_mx": build_torchtitan, "automodel_perf": build_automodel}[src]
+
+
+def precision_slug(row, plan):
+    if plan.get("matmul_dtype") != "fp8":
+        return "bf16"
+    recipe = plan.get("fp8_recipe", "delayed")
+    if recipe == "delayed":
+        return "fp8"
+    if recipe == "mxfp8":
+        return "mxfp8-rceil" if "rceil" in row["precision"] else "mxfp8"
+    return f"fp8-{recipe}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", default=DEFAULT_RUNS, help="path of shared/reference/modern_runs.json")
+    args = ap.parse_args()
+    rows = json.loads(pathlib.Path(args.runs).read_text())["rows"]
+    split = json.loads((HERE / "split.json").read_text())
+    for side in ("development", "held_out"):
+        for rid in split[side]:
+            SPLIT[rid] = side
+    out_dir = HERE / "scenarios"
+    out_dir.mkdir(exist_ok=True)
+    for old in out_dir.glob("*.json"):
+        old.unlink()
+    manifest = []
+    for row in sorted(rows, key=lambda r: r["id"]):
+        entry = {"id": row["id"], "split": SPLIT[row["id"]], "framework": FRAMEWORK[row["framework"]]}
+        reason = skip_reason(row)
+        if reason:
+            entry["chip"] = SKIPPED_CHIP[row["hardware"]["chip"]]
+            entry["skipped"] = reason
+        else:
+            sc = builder(row)(row)
+            entry["chip"] = sc["cluster"]["chip"]
+            name = (f"{row['id']}-{slug(row['model'])}-{CHIP_SLUG[row['hardware']['chip']]}x"
+                    f"{row['hardware']['count']}-{precision_slug(row, sc['plan'])}.json")
+            assert re.fullmatch(r"[a-z0-9.-]+\.json", name), name
+            (out_dir / name).write_text(json.dumps(sc, indent=2) + "\n")
+            entry["scenario"] = f"scenarios/{name}"
+        manifest.append(entry)
+    doc = {"generated_by": "make_scenarios.py", "rows": manifest}
+    (HERE / "manifest.json").write_text(json.dumps(doc, indent=1) + "\n")
+    written = sum(1 for e in manifest if "scenario" in e)
+    print(f"{written} scenarios written, {len(manifest) - written} rows skipped")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,11 @@ enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
 enum class ComputeKind : uint8_t { kMatmul, kAttention, kElementwise, kNorm, kSoftmax, kEmbedding, kLoss, kOptimizer };
 enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kBroadcast };
 enum class DType : uint8_t { kBf16, kFp16, kFp32, kFp8, kInt8 };
+/// The fused attention kernel an attention op runs (each chip preset gives
+/// the measured rate of the ones it knows): kDefault uses the chip's
+/// attention_efficiency.
+enum class AttentionKernel : uint8_t { kDefault, kFlash2, kFlash3, kCudnn, kSplash };
+inline constexpr int kAttentionKernels = 5;
 /// kRecompute marks forward ops re-run during the backward pass.
 enum class Pass : uint8_t { kForward, kBackward, kOptimizer, kRecompute };
 
@@ -79,6 +84,12 @@ struct Op {
   MeshAxis peer_axis = MeshAxis::kPp;
   /// Launched as part of a captured CUDA graph: no per-op launch overhead.
   bool graphed = false;
+  /// Attention ops: the kernel that runs them.
+  AttentionKernel kernel = AttentionKernel::kDefault;
+  /// The fraction of the chip's streaming bandwidth the software stack's
+  /// kernel reaches on the op's memory traffic (a named, fitted parameter
+  /// of a stack: Plan::memory_kernel_efficiency).
+  float memory_efficiency = 1.0f;
   /// A communication op whose kernels hold SMs while it runs (NCCL: one
   /// thread block per channel), slowing compute beside it; false for
   /// transfers by copy engines (Transformer Engine's ring exchange).

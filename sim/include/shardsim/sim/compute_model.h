@@ -14,6 +14,11 @@ namespace shardsim {
 /// tile_k spread over compute_units in waves: useful work over padded work.
 double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t batch, const ChipSpec& chip);
 
+/// The fraction of the bf16 peak an attention op reaches: the chip's
+/// measured rate of the op's kernel for its pass and key length, or the
+/// chip's attention_efficiency for kernels it has no measurement of.
+double attention_efficiency(const Op& op, const ChipSpec& chip);
+
 /// Peak FLOP/s of the op's dtype (fp8 where the chip has it, else bf16).
 FlopsPerSec peak_for(DType d, const ChipSpec& chip);
 

@@ -3,8 +3,10 @@
 // (presets/chips/*.json, from shared/reference/hardware.md).
 #pragma once
 
+#include <array>
 #include <string>
 
+#include "shardsim/core/program.h"
 #include "shardsim/core/units.h"
 
 namespace shardsim {
@@ -25,11 +27,23 @@ struct ChipSpec {
   /// Measured ring all-reduce bus bandwidth / NVLink line rate (NCCL figures).
   double nvlink_ring_efficiency = 1.0;
   // Compute model defaults (sim/compute_model.h documents their use).
-  double matmul_efficiency = 1.0;     ///< large-GEMM fraction of peak
-  double attention_efficiency = 1.0;  ///< fused attention fraction of peak
-  double memory_efficiency = 1.0;     ///< achievable fraction of HBM bandwidth
-  SimTime launch_overhead;            ///< per-op fixed cost
-  int compute_units = 1;              ///< SMs (GPU) or MXUs (TPU) that tiles spread over
+  double matmul_efficiency = 1.0;      ///< large bf16 GEMM fraction of the bf16 peak
+  double fp8_matmul_efficiency = 1.0;  ///< large fp8 GEMM fraction of the fp8 peak
+  double attention_efficiency = 1.0;   ///< fused attention fraction of peak (kernels not listed below)
+  /// Measured rate of a fused attention kernel on this chip: forward and
+  /// backward fraction of the bf16 peak at long sequences, in the
+  /// FlashAttention benchmarks' convention (causal FLOPs counted once,
+  /// backward as 2.5 forward), and the key length at which it reaches half
+  /// of that (rate(n) = rate · n / (n + half_tokens)).
+  struct AttentionRate {
+    double forward = 0;  ///< 0: not measured on this chip
+    double backward = 0;
+    double half_tokens = 0;
+  };
+  std::array<AttentionRate, kAttentionKernels> attention_kernels{};
+  double memory_efficiency = 1.0;  ///< achievable fraction of HBM bandwidth
+  SimTime launch_overhead;         ///< per-op fixed cost
+  int compute_units = 1;           ///< SMs (GPU) or MXUs (TPU) that tiles spread over
   /// SMs a communication kernel holds while it runs (NCCL: one thread block
   /// per channel); compute beside it gets compute_units minus these.
   int comm_compute_units = 0;

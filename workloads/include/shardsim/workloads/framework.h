@@ -14,6 +14,9 @@ namespace shardsim {
 std::string_view to_string(Framework f);
 /// A recomputation policy as a plan names it ("none", "op_sac", ...).
 std::string_view to_string(Recompute r);
+/// An attention kernel as plans and chip presets name it.
+std::string_view to_string(AttentionKernel k);
+std::optional<AttentionKernel> attention_kernel_named(std::string_view name);
 /// An fp8 recipe as a plan names it ("delayed", "tensorwise", ...).
 std::string_view to_string(Plan::Fp8Recipe r);
 /// The framework a plan's "framework" value names, or nullopt.

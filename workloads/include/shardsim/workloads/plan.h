@@ -107,6 +107,9 @@ struct Plan {
   /// Fused (flash) attention keeps no s² tensors; unfused attention writes
   /// the scores and softmax to HBM (and keeps them for backward).
   bool fused_attention = true;
+  /// Which fused attention kernel runs it (its measured rate comes from the
+  /// chip preset): the framework's default.
+  AttentionKernel attention_kernel = AttentionKernel::kDefault;
   bool fsdp_prefetch = true;  ///< ZeRO-3: all-gather layer i+1 during layer i
   /// Pipeline sends and receives block the compute stream (Megatron-LM
   /// 2021-2022: batch_isend_irecv, wait, torch.cuda.synchronize()); false:
@@ -161,6 +164,11 @@ struct Plan {
   int64_t expert_tp = 1;
   /// The local experts run as one grouped GEMM; false: one GEMM per expert.
   bool moe_grouped_gemm = true;
+  /// The fraction of the chip's streaming bandwidth (its STREAM-measured
+  /// memory_efficiency) that the stack's kernels reach on memory-bound work:
+  /// 1 for today's fused kernels; fitted for Megatron-LM 2021's
+  /// (examples/validation/fit_megatron2021.py, docs/validation.md).
+  double memory_kernel_efficiency = 1.0;
   /// Device memory the stack holds outside the step's tensors: CUDA context,
   /// NCCL and library workspaces (bytes); the framework's default.
   int64_t memory_reserved_bytes = 0;
