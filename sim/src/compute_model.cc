@@ -38,7 +38,8 @@ int64_t tile_for(int64_t dim, int64_t tile) {
 
 }  // namespace
 
-double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t batch, const ChipSpec& c) {
+double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t batch, const ChipSpec& c,
+                                      double k_overhead) {
   if (m <= 0 || n <= 0 || k <= 0) return 1.0;
   const int64_t tm = tile_for(m, c.tile_m), tn = tile_for(n, c.tile_n);
   const int64_t tiles = ceil_div(m, tm) * ceil_div(n, tn) * std::max<int64_t>(batch, 1);
@@ -51,7 +52,11 @@ double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t b
                         static_cast<double>(ceil_div(ksteps, split) * c.tile_k);
   const double useful = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                         static_cast<double>(std::max<int64_t>(batch, 1));
-  return std::min(1.0, useful / padded);
+  // Each tile loops over its K (split-K shortens it) and pays a fixed
+  // pipeline fill and epilogue on top.
+  const double tile_k = static_cast<double>(ceil_div(ksteps, split) * c.tile_k);
+  const double fill = tile_k / (tile_k + k_overhead);
+  return std::min(1.0, useful / padded) * fill;
 }
 
 double attention_efficiency(const Op& op, const ChipSpec& chip) {
@@ -87,8 +92,9 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
   double flop_s = 0;
   if (op.compute == ComputeKind::kMatmul) {
     const bool low = (op.dtype == DType::kFp8 || op.dtype == DType::kInt8) && chip.fp8_peak.value() > 0;
+    const double k_overhead = chip.matmul_k_overhead * (low ? chip.fp8_peak.value() / chip.bf16_peak.value() : 1.0);
     const double eff = (low ? chip.fp8_matmul_efficiency : chip.matmul_efficiency) *
-                       matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip);
+                       matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip, k_overhead);
     flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * eff);
   } else if (op.compute == ComputeKind::kAttention) {
     flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * attention_efficiency(op, chip));

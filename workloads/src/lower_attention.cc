@@ -10,9 +10,20 @@ namespace shardsim::detail {
 /// parallelism, a fused (flash) kernel, or Megatron-LM's unfused core, whose
 /// steps are nodes of their own (their outputs are what selective
 /// recomputation drops).
+/// torchtitan repeats each KV head for the query heads that share it before
+/// SDPA (repeat_kv: expand + reshape, a copy), and sums them back in
+/// backward: a memory-bound pass over the expanded keys and values.
+std::vector<OpId> StageLowering::repeat_kv(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
+  if (p_.framework != Framework::kTorchtitan || kv_ >= a_) return deps;
+  const int64_t small = 2 * T_ * kv_ * d_ * kAct, large = 2 * T_ * a_ * d_ * kAct;
+  const bool back = pass == Pass::kBackward;
+  return {memop(ComputeKind::kElementwise, "repeat kv", layer, pass, 2 * T_ * a_ * d_, back ? large : small,
+                back ? small : large, 0, deps)};
+}
+
 OpId StageLowering::attention_node(Node n, int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   if (cp_ > 1) return ring_attention(layer, pass, deps);
-  if (p_.fused_attention) return fused_attention(layer, pass, deps);
+  if (p_.fused_attention) return fused_attention(layer, pass, repeat_kv(layer, pass, deps));
   // Unfused (Megatron-LM before flash attention): batched matmuls for QK^T
   // and for the values over the full s x s scores (the causal mask is
   // applied to them, so the executed FLOPs are twice the causal count), a
@@ -38,7 +49,7 @@ OpId StageLowering::attention_node(Node n, int32_t layer, Pass pass, const std::
 OpId StageLowering::attention_backward(int32_t layer, OpId dep) {
   const Pass pass = Pass::kBackward;
   if (cp_ > 1) return ring_attention(layer, pass, {dep});
-  if (p_.fused_attention) return fused_attention(layer, pass, {dep});
+  if (p_.fused_attention) return repeat_kv(layer, pass, {fused_attention(layer, pass, {dep})}).front();
   // Unfused: dP = dO·Vᵀ and dV = Pᵀ·dO; dropout and softmax backward;
   // dQ = dS·K and dK = dSᵀ·Q.
   const int64_t b = p_.microbatch_size * a_;

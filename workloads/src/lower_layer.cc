@@ -133,10 +133,8 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
       return matmul("k proj", L, pass, T_, kv_ * d_, h_, deps, kv_model_fraction());
     case Node::kV:
       return matmul("v proj", L, pass, T_, kv_ * d_, h_, deps, kv_model_fraction());
-    case Node::kRope: {
-      const int64_t e = T_ * (a_ + kv_) * d_;
-      return memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, deps);
-    }
+    case Node::kRope:
+      return rope_op(L, pass, deps);
     case Node::kScores:
     case Node::kSoftmax:
     case Node::kDropout:
@@ -454,10 +452,7 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
     emit_layer(L, Pass::kRecompute, rp.recomputed & core, dg, weights, rec);
   }
   x = attention_backward(L, dg);
-  if (g.present(Node::kRope)) {
-    const int64_t e = T_ * (a_ + kv_) * d_;
-    x = memop(ComputeKind::kElementwise, "rope", L, pass, e, e * kAct, e * kAct, 6, {x});
-  }
+  if (g.present(Node::kRope)) x = rope_op(L, pass, {x});
   const Node ln1_out = g.present(Node::kAg1) ? Node::kAg1 : Node::kLn1;
   x = fp8_backward_casts(Node::kQ, L, x);
   if (g.fused_with(Node::kQ).count() == 1) x = fp8_backward_casts(Node::kV, L, fp8_backward_casts(Node::kK, L, x));

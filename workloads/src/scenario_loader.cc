@@ -109,6 +109,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.nvlink_ring_efficiency = r.number_in("nvlink_ring_efficiency", 0.01, 1, 1);
   c.matmul_efficiency = r.number_in("matmul_efficiency", 0.01, 1, 1);
   c.fp8_matmul_efficiency = r.number_in("fp8_matmul_efficiency", 0.01, 1, c.matmul_efficiency);
+  c.matmul_k_overhead = r.number_in("matmul_k_overhead", 0, 1e6, 0);
   c.attention_efficiency = r.number_in("attention_efficiency", 0.01, 1, 1);
   if (r.has("attention_kernels")) {
     const Json& ks = r.raw("attention_kernels");
@@ -496,6 +497,7 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   }
   p.fused_qkv = r.boolean("fused_qkv", p.fused_qkv);
   p.fused_gate_up = r.boolean("fused_gate_up", p.fused_gate_up);
+  p.compile = r.boolean("compile", p.compile);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", p.overlap_grad_reduce);
   p.overlap_param_gather = r.boolean("overlap_param_gather", p.overlap_param_gather);
   p.fp8_param_gather = r.boolean("fp8_param_gather", p.fp8_param_gather);

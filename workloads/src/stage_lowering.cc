@@ -65,7 +65,8 @@ OpId StageLowering::head_forward(OpId cur, OpId weights) {
   // The logits (bf16) and the vocabulary-parallel softmax (fp32) are kept
   // for the loss's backward (Megatron-LM's VocabParallelCrossEntropy).
   b_.memory(x, MemKind::kHead, Bytes(T_ * v_ * kAct), Bytes(0));
-  x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, T_ * v_, T_ * v_ * kAct, T_ * 4, 4, {x});
+  x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, T_ * v_, T_ * v_ * (eager() ? 14 : kAct),
+            eager() ? T_ * v_ * 8 : T_ * 4, 4, {x});
   b_.memory(x, MemKind::kHead, Bytes(T_ * v_ * 4), Bytes(0));
   b_.op(x).mem_transient += Bytes(T_ * v_ * 4);
   // Vocabulary-parallel softmax: max and sum over tp (fp32).
@@ -119,8 +120,8 @@ OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
   lg.m = T_ * v_;
   lg.n = lg.k = 1;
   lg.flops = Flops(4.0 * static_cast<double>(T_ * v_));
-  lg.bytes_read = Bytes(logits);
-  lg.bytes_written = Bytes(logits);
+  lg.bytes_read = Bytes(eager() ? T_ * v_ * 12 : logits);
+  lg.bytes_written = Bytes(eager() ? T_ * v_ * 10 : logits);
   lg.mem_transient = Bytes(logits);  // the logits' gradient
   OpId x = b_.add(lg, {cur, weights});
   b_.memory(x, MemKind::kHead, Bytes(0), Bytes(T_ * v_ * (kAct + 4)));

@@ -60,7 +60,8 @@ Rules applied to every row
   (shardsim pads to 128*tp itself). Proxy models use the proxy's layer count. Multi-head latent attention is
   approximated by GQA as shardsim's deepseek-v3 preset does (128 or 64 heads of dim 96, 8 KV heads); attention
   sinks, soft-capping, parallel attention/MLP blocks, relative position biases, iota embeddings, vocab tiling
-  and compile/fusion choices are not expressible and are named in the model source or the assumptions.
+  and fusion choices beyond torch.compile on/off are not expressible and are named in the model source or the
+  assumptions.
 * Chips and fabrics: see HARDWARE and TPU_SLICES; every NIC figure is per GPU, one way (400 Gb/s = 50 GB/s);
   8 GPUs per node, or all of them for the 2- and 4-GPU rows. torchtitan's H100 rows (Grand Teton, 96 GB /
   94-95 GB HBM2e) use h100-sxm-96g; the torchao float8 H100 (variant not stated) uses h100-sxm.
@@ -1775,6 +1776,8 @@ def build_torchtitan(row):
         knobs["recompute_every"] = K(f["every"], tt("1ea476e9f", "torchtitan/config_manager.py", "289-291"),
                                      "default", "'selective layer' with N not stated: default '2' (one block in 2 "
                                      "fully recomputed)")
+    knobs["compile"] = K(f["compile"], "torch.compile of every TransformerBlock " + ("on" if f["compile"] else "off") +
+                         " (the row's configuration; notes/pytorch.md section 2.3)")
     knobs["fsdp_reshard_after_forward"] = K(pp == 1, tt(f["commit"], TT_CODE[f["commit"]][0]) + (
         " (PP: no block reshards)" if pp > 1 else " (every block reshards" +
         (")" if f["commit"] == "6fc499f6" else " but the last; the root stays unsharded)")), "default")
@@ -1797,9 +1800,7 @@ def build_torchtitan(row):
                                        compile="on" if f["compile"] else "off", dp=f["dp"], cp=cp,
                                        atp="on" if f.get("async_tp") else "off", sched=f.get("schedule"),
                                        split=",".join(map(str, lps)) if lps else "")
-    extra = [note, "torch.compile (per-block Inductor fusion) is not modelled: compiled and eager rows differ only "
-             "in the published figures" if fam in ("tt2412_fsdp",) else "",
-             HARDWARE[f["hw"]][2],
+    extra = [note, HARDWARE[f["hw"]][2],
              "tokens/s per device = torchtitan tps (tokens before CP splitting / (time x cp x tp x pp)) = global "
              "tokens per step / (step time x devices)"]
     metrics = [("tokens_per_s_per_device", row["measured"]["tokens_per_s_per_gpu"])]
@@ -1870,6 +1871,12 @@ def build_automodel(row):
                             "MoEFlexTokenDispatcher: all-to-all dispatch)"),
         "expert_tp": K(1, "TP 1 (" + f"{AM}:docs/performance-summary.md:13-18" + ")"),
         "moe_grouped_gemm": K(True, f"{AM}:nemo_automodel/components/moe/layers.py:484-499 (grouped_gemm ops.gmm)"),
+        "compile": K(True, f"{AM}:nemo_automodel/components/moe/utils.py:28-37 (BackendConfig: attention, linear and "
+                     "RMSNorm from Transformer Engine, fused kernels)", "default"),
+        "attention_kernel": K("flash2" if name.startswith("gpt_oss") else "cudnn",
+                              "FlexAttention (GPT-OSS: sliding window and sinks; rate taken as FlashAttention-2's)"
+                              if name.startswith("gpt_oss") else
+                              "Transformer Engine DotProductAttention, cuDNN fused attention on sm90", "default"),
     }
     extra = [f"AutoModel table from ce005dd86/364f600be, configs read at 01926a5c ({yc}); mock data of full 4096-token "
              f"sequences; fake balanced gate (exactly uniform expert load, no router GEMM: capacity_factor 1.0); no "
@@ -1979,6 +1986,37 @@ def precision_slug(row, plan):
     return f"fp8-{recipe}"
 
 
+# The fused attention kernel of each Megatron-Core family, from the environment
+# its recipe sets (notes/megatron.md, "attention_backend" of each family):
+# NVTE_FUSED_ATTN=0 leaves the flash-attn package (FlashAttention-2), and with
+# cuDNN's FusedAttention allowed Transformer Engine prefers it on sm90
+# (TransformerEngine@v1.11:transformer_engine/pytorch/attention.py:818).
+FLASH2_FAMILIES = {
+    ("nemo_perf_2407", None): "NeMo-Framework-Launcher@24.07 env NVTE_FUSED_ATTN=0 (launcher conditional_cfgs)",
+    ("dgxc v24.11.1", "gpt3_175b"): "NVIDIA/dgxc-benchmarking@35a9aec:nemo_megatron/launch.sh:55 (NVTE_FUSED_ATTN=0)",
+    ("dgxc v24.11.1", "grok1_314b"): "NVIDIA/dgxc-benchmarking@35a9aec grok1 recipe: NVTE_FUSED_ATTN=0, "
+                                     "use_flash_attention=true",
+    ("dgxc v25.02", "grok1_314b"): "NVIDIA/dgxc-benchmarking@8f5cbb3 grok1 recipe: NVTE_FUSED_ATTN=0, "
+                                   "use_flash_attention=true",
+    ("dgxc v24.11.1", "nemotron4_340b"): "NVIDIA/dgxc-benchmarking@35a9aec nemotron recipe (NVTE_FUSED_ATTN=0)",
+}
+
+
+def megatron_attention_kernel(row, sc):
+    """Sets plan.attention_kernel of a Megatron-Core row and says where it comes from."""
+    if sc["plan"].get("framework") != "megatron-core":
+        return
+    key = ("nemo_perf_2407", None) if row["source"] == "nemo_perf_2407" else (row["release"], row["model"])
+    if key in FLASH2_FAMILIES:
+        sc["plan"]["attention_kernel"] = "flash2"
+        note = "attention kernel FlashAttention-2 (" + FLASH2_FAMILIES[key] + ")"
+    else:
+        sc["plan"]["attention_kernel"] = "cudnn"
+        note = ("attention kernel cuDNN fused attention (NVTE_FUSED_ATTN=1 in the recipe's environment, or "
+                "Transformer Engine's preference on sm90 where the source is silent; notes/megatron.md)")
+    sc["published"]["assumptions"] += " " + note + "."
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", default=DEFAULT_RUNS, help="path of shared/reference/modern_runs.json")
@@ -2001,6 +2039,7 @@ def main():
             entry["skipped"] = reason
         else:
             sc = builder(row)(row)
+            megatron_attention_kernel(row, sc)
             entry["chip"] = sc["cluster"]["chip"]
             name = (f"{row['id']}-{slug(row['model'])}-{CHIP_SLUG[row['hardware']['chip']]}x"
                     f"{row['hardware']['count']}-{precision_slug(row, sc['plan'])}.json")

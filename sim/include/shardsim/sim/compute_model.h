@@ -11,8 +11,11 @@ namespace shardsim {
 
 /// Fraction of the chip's matmul throughput a [m,k]·[k,n] product (batch of
 /// them) can use once it is cut into tile_m x tile_n output tiles of depth
-/// tile_k spread over compute_units in waves: useful work over padded work.
-double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t batch, const ChipSpec& chip);
+/// tile_k spread over compute_units in waves: useful work over padded work,
+/// times K / (K + k_overhead) for each tile's fixed fill and epilogue
+/// (K elements of the tile's loop; see ChipSpec::matmul_k_overhead).
+double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t batch, const ChipSpec& chip,
+                                      double k_overhead = 0);
 
 /// The fraction of the bf16 peak an attention op reaches: the chip's
 /// measured rate of the op's kernel for its pass and key length, or the

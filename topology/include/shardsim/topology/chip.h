@@ -29,7 +29,12 @@ struct ChipSpec {
   // Compute model defaults (sim/compute_model.h documents their use).
   double matmul_efficiency = 1.0;      ///< large bf16 GEMM fraction of the bf16 peak
   double fp8_matmul_efficiency = 1.0;  ///< large fp8 GEMM fraction of the fp8 peak
-  double attention_efficiency = 1.0;   ///< fused attention fraction of peak (kernels not listed below)
+  /// A GEMM tile's fixed cost (pipeline fill, epilogue) in K elements at the
+  /// bf16 rate: a tile that loops over K elements runs at K / (K + this)
+  /// of the asymptotic rate; fp8 tiles step through K twice as fast, so
+  /// the same fixed time is twice the K elements.
+  double matmul_k_overhead = 0;
+  double attention_efficiency = 1.0;  ///< fused attention fraction of peak (kernels not listed below)
   /// Measured rate of a fused attention kernel on this chip: forward and
   /// backward fraction of the bf16 peak at long sequences, in the
   /// FlashAttention benchmarks' convention (causal FLOPs counted once,

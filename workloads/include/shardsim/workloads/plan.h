@@ -69,6 +69,11 @@ struct Plan {
   bool fused_qkv = true;
   /// SwiGLU's gate and up projections run as one GEMM (Megatron's fc1).
   bool fused_gate_up = true;
+  /// The layer's elementwise work (norms, rotary embedding, activation,
+  /// the loss) runs as fused kernels: Transformer Engine's, XLA's, or
+  /// PyTorch's under torch.compile. false: PyTorch eager, one kernel (and
+  /// one pass over the tensor) per operator (torchtitan without compile).
+  bool compile = true;
   /// Data parallelism: gradient buckets are reduced as soon as they fill
   /// during the last backward (Megatron-Core overlap_grad_reduce, PyTorch
   /// DDP); false: all after the backward.
