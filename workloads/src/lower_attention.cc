@@ -80,6 +80,8 @@ OpId StageLowering::attention_backward(int32_t layer, OpId dep) {
 /// partial sums. Each step is a fused attention kernel on an
 /// s/cp x s/cp block doing 1/cp² of the causal work.
 OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
+  if (p_.cp_comm == Plan::CpComm::kAllGather) return allgather_cp_attention(layer, pass, deps);
+  if (p_.cp_comm == Plan::CpComm::kAllToAll) return a2a_cp_attention(layer, pass, deps);
   const bool backward = pass == Pass::kBackward;
   // QK^T and AV: 4·heads·head_dim FLOPs per causal query-key pair forward.
   const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
@@ -148,6 +150,88 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<
   o.bytes_written = Bytes(backward ? qkv : out + lse);         // backward: dq, dk, dv
   o.mem_transient = o.bytes_read + o.bytes_written;
   return b_.add(o, deps);
+}
+
+/// One step of context-parallel attention on a block: this device's queries
+/// (T tokens) against T keys, 1/cp² of the causal work (load-balanced).
+Op StageLowering::cp_attention_step(int32_t layer, Pass pass, int64_t read, int64_t write) {
+  const bool backward = pass == Pass::kBackward;
+  const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
+                       m_.attention_pairs(layer, p_.seq_len);
+  Op o = base("cp attention", layer, pass, kC);
+  o.compute = ComputeKind::kAttention;
+  o.kernel = p_.attention_kernel;
+  o.batch = p_.microbatch_size;
+  o.m = T_ / p_.microbatch_size;
+  o.n = T_ / p_.microbatch_size;
+  o.k = a_ * d_;
+  o.flops = Flops((backward ? 2.0 : 1.0) * total / static_cast<double>(cp_ * cp_));
+  o.model_flops = o.flops * model_share(pass, 1.0);
+  o.bytes_read = Bytes(read);
+  o.bytes_written = Bytes(write);
+  o.mem_transient = o.bytes_read + o.bytes_written;
+  return o;
+}
+
+/// Context parallelism by all-gather (PyTorch's context_parallel with the
+/// allgather rotation, torch/distributed/tensor/experimental/_attention.py;
+/// Megatron's cp_comm_type "allgather"): the keys and values of every cp
+/// rank are all-gathered once per attention call, then consumed block by
+/// block, each block's partial output merged into an fp32 accumulator
+/// through its log-sum-exp (_SDPAMerger). Backward gathers them again and
+/// reduce-scatters the keys' and values' gradients.
+OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
+  const bool backward = pass == Pass::kBackward;
+  const int64_t kv_local = 2 * T_ * kv_ * d_ * kAct;
+  const int64_t q = T_ * a_ * d_ * kAct;
+  const OpId kv = collective(CollectiveKind::kAllGather, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
+                             "cp kv all-gather", layer, pass, kv_local * cp_, DType::kBf16, deps);
+  OpId x = kNone;
+  for (int64_t i = 0; i < cp_; ++i) {
+    const Op step =
+        cp_attention_step(layer, pass, backward ? 3 * q + 2 * kv_local : q + kv_local, backward ? q + 2 * kv_local : q);
+    x = b_.add(step, i == 0 ? std::vector<OpId>{kv} : std::vector<OpId>{x});
+    if (!backward) {
+      // Merge the block's output and log-sum-exp into the fp32 accumulator.
+      x = memop(ComputeKind::kElementwise, "cp merge", layer, pass, T_ * a_ * d_, T_ * a_ * d_ * (kAct + 4),
+                T_ * a_ * d_ * 4, 4, {x});
+    }
+  }
+  if (backward) {
+    return collective(CollectiveKind::kReduceScatter, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
+                      "cp dkv reduce-scatter", layer, pass, kv_local * cp_, DType::kBf16, {x});
+  }
+  return x;
+}
+
+/// Context parallelism by all-to-all (DeepSpeed Ulysses; Megatron's
+/// cp_comm_type "a2a"): q, k and v are exchanged so that each cp rank holds
+/// the whole sequence for a/cp of the heads, attention runs locally, and the
+/// output is exchanged back; backward mirrors both exchanges.
+OpId StageLowering::a2a_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
+  const bool backward = pass == Pass::kBackward;
+  const int64_t qkv = T_ * (a_ + 2 * kv_) * d_ * kAct;
+  const int64_t out = T_ * a_ * d_ * kAct;
+  const uint8_t cp_axis = axis_bit(MeshAxis::kCp);
+  OpId x = collective(CollectiveKind::kAllToAll, cp_axis, TrainStreams::kCpSend, "cp all-to-all", layer, pass,
+                      backward ? out : qkv, DType::kBf16, deps);
+  const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
+                       m_.attention_pairs(layer, p_.seq_len);
+  Op o = base("attention", layer, pass, kC);
+  o.compute = ComputeKind::kAttention;
+  o.kernel = p_.attention_kernel;
+  o.batch = p_.microbatch_size;
+  o.m = p_.seq_len;
+  o.n = p_.seq_len;
+  o.k = a_ * d_ / cp_;
+  o.flops = Flops((backward ? 2.0 : 1.0) * total / static_cast<double>(cp_));
+  o.model_flops = o.flops * model_share(pass, 1.0);
+  o.bytes_read = Bytes(backward ? qkv + 2 * out : qkv);
+  o.bytes_written = Bytes(backward ? qkv : out);
+  o.mem_transient = o.bytes_read + o.bytes_written;
+  x = b_.add(o, {x});
+  return collective(CollectiveKind::kAllToAll, cp_axis, TrainStreams::kCpSend, "cp all-to-all", layer, pass,
+                    backward ? qkv : out, DType::kBf16, {x});
 }
 
 }  // namespace shardsim::detail

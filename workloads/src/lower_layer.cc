@@ -15,7 +15,7 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe) {
   c.dropout = m.dropout;
   c.swiglu = m.gated();
   c.moe = moe;
-  c.expert_parallel = p.ep > 1;
+  c.expert_parallel = p.ep > 1 || p.expert_tp > 1;
   c.shared_experts = m.moe.shared_experts > 0;
   c.fused_qkv = p.fused_qkv;
   c.fused_gate_up = p.fused_gate_up;
@@ -55,10 +55,10 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe) {
     set(Node::kRouter, Ts * m.moe.experts * kAct);
     set(Node::kTopk, Ts * m.moe.experts * kAct);
     set(Node::kPermute, slots * h * kAct);
-    set(Node::kDispatch, slots * h * kAct);
+    set(Node::kDispatch, slots * h * kAct * p.expert_tp);  // gathered over the expert shards
     set(Node::kEUp, 2 * slots * fe * kAct);
     set(Node::kEAct, slots * fe * kAct);
-    set(Node::kEDown, slots * h * kAct);
+    set(Node::kEDown, slots * h * kAct * p.expert_tp);
     set(Node::kCombine, slots * h * kAct);
     set(Node::kUnpermute, Ts * h * kAct);
     set(Node::kSUp, 2 * Ts * fs * kAct);
@@ -265,10 +265,14 @@ StageLowering::LinearShape StageLowering::linear_shape(Node n) const {
       return {T_ * h_, T_ * (fused_up ? up_n_ : f_), h_ * (fused_up ? up_n_ : f_), true};
     case Node::kDown:
       return {T_ * f_, T_ * h_, f_ * h_, false};
-    case Node::kEUp:
-      return {slots * h_, slots * 2 * fe, local_experts_ * h_ * 2 * fe, false};
-    case Node::kEDown:
-      return {slots * fe, slots * h_, local_experts_ * fe * h_, false};
+    case Node::kEUp: {
+      const int64_t tokens = slots * p_.expert_tp, fel = fe / p_.expert_tp;
+      return {tokens * h_, tokens * 2 * fel, local_experts_ * h_ * 2 * fel, false};
+    }
+    case Node::kEDown: {
+      const int64_t tokens = slots * p_.expert_tp, fel = fe / p_.expert_tp;
+      return {tokens * fel, tokens * h_, local_experts_ * fel * h_, false};
+    }
     case Node::kSUp:
       return {Ts_ * h_, Ts_ * 2 * fs, h_ * 2 * fs, true};
     case Node::kSDown:

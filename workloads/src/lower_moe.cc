@@ -20,23 +20,87 @@ int64_t StageLowering::moe_slots() const {
 int64_t StageLowering::slots_per_expert() const {
   return std::max<int64_t>(1, (moe_slots() * p_.ep + m_.moe.experts - 1) / m_.moe.experts);
 }
-/// Grouped matmul over the local experts; padding slots are not model work.
+/// The local experts' matmuls: one grouped GEMM, or one GEMM per expert
+/// (moe_grouped_gemm false); padding slots are not model work.
 OpId StageLowering::experts_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
                                    const std::vector<OpId>& deps, Operands operands) {
-  const double useful =
-      static_cast<double>(Ts_ * m_.moe.top_k) / static_cast<double>(slots_per_expert() * m_.moe.experts / p_.ep);
-  return matmul(name, L, pass, m, n, k, deps, std::min(1.0, useful), local_experts_, operands);
+  const double useful = std::min(
+      1.0, static_cast<double>(Ts_ * m_.moe.top_k) / static_cast<double>(slots_per_expert() * m_.moe.experts / p_.ep));
+  if (p_.moe_grouped_gemm) return matmul(name, L, pass, m, n, k, deps, useful, local_experts_, operands);
+  OpId x = kNone;
+  for (int64_t e = 0; e < local_experts_; ++e) {
+    x = matmul(name, L, pass, m, n, k, e == 0 ? deps : std::vector<OpId>{x}, useful, 1, operands);
+  }
+  return x;
+}
+/// Tokens to the experts' devices: an all-to-all of the routed slots over ep
+/// (Megatron's alltoall dispatcher), or an all-gather of every token over
+/// ep (its allgather dispatcher; each rank keeps the ones its experts got);
+/// then, with experts split over tp, an all-gather over tp so that every
+/// shard of an expert sees its tokens.
+OpId StageLowering::moe_dispatch(int32_t L, Pass pass, const std::vector<OpId>& deps) {
+  std::vector<OpId> d = deps;
+  if (p_.ep > 1) {
+    if (p_.moe_dispatcher == Plan::MoeDispatcher::kAllGather) {
+      d = {collective(CollectiveKind::kAllGather, kEpAxis, kEpS, "moe dispatch all-gather", L, pass,
+                      Ts_ * h_ * kAct * p_.ep, DType::kBf16, d)};
+    } else {
+      d = {all_to_all("moe dispatch", L, pass, d)};
+    }
+  }
+  if (p_.expert_tp > 1) {
+    d = {collective(CollectiveKind::kAllGather, kTpAxis, kTpS, "moe expert all-gather", L, pass,
+                    moe_slots() * h_ * kAct * p_.expert_tp, DType::kBf16, d)};
+  }
+  return d.empty() ? kNone : d.front();
+}
+/// The mirror of moe_dispatch: reduce-scatter over tp, then the all-to-all
+/// back (or a reduce-scatter over ep).
+OpId StageLowering::moe_combine(int32_t L, Pass pass, const std::vector<OpId>& deps) {
+  std::vector<OpId> d = deps;
+  if (p_.expert_tp > 1) {
+    d = {collective(CollectiveKind::kReduceScatter, kTpAxis, kTpS, "moe expert reduce-scatter", L, pass,
+                    moe_slots() * h_ * kAct * p_.expert_tp, DType::kBf16, d)};
+  }
+  if (p_.ep > 1) {
+    if (p_.moe_dispatcher == Plan::MoeDispatcher::kAllGather) {
+      d = {collective(CollectiveKind::kReduceScatter, kEpAxis, kEpS, "moe combine reduce-scatter", L, pass,
+                      Ts_ * h_ * kAct * p_.ep, DType::kBf16, d)};
+    } else {
+      d = {all_to_all("moe combine", L, pass, d)};
+    }
+  }
+  return d.empty() ? kNone : d.front();
+}
+/// Token copies an all-to-all moves: one per routed slot, or with DeepEP's
+/// per-rank deduplication one per distinct destination rank: for balanced
+/// random routing ep·(1 - (1 - 1/ep)^k) ranks per token (each of the k
+/// experts on a given rank with probability 1/ep), for contiguous experts
+/// 1 + (k - 1)/(E/ep) on average (k consecutive experts over blocks of E/ep
+/// at a uniformly random offset).
+double StageLowering::a2a_copies() const {
+  if (!p_.moe_dedup || p_.ep <= 1) return static_cast<double>(moe_slots());
+  const double k = static_cast<double>(m_.moe.top_k), ep = static_cast<double>(p_.ep);
+  const double per_rank = static_cast<double>(m_.moe.experts) / ep;
+  double ranks;
+  if (p_.moe_routing == Plan::MoeRouting::kContiguous) {
+    ranks = std::min(ep, 1.0 + (k - 1.0) / per_rank);
+  } else {
+    ranks = ep * (1.0 - std::pow(1.0 - 1.0 / ep, k));
+  }
+  return static_cast<double>(Ts_) * std::min(ranks, k) * m_.moe.capacity_factor;
 }
 OpId StageLowering::all_to_all(std::string_view name, int32_t L, Pass pass, const std::vector<OpId>& deps) {
-  return collective(CollectiveKind::kAllToAll, kEpAxis, kEpS, name, L, pass, moe_slots() * h_ * kAct, DType::kBf16,
-                    deps);
+  return collective(CollectiveKind::kAllToAll, kEpAxis, kEpS, name, L, pass,
+                    static_cast<int64_t>(std::llround(a2a_copies())) * h_ * kAct, DType::kBf16, deps);
 }
 
 OpId StageLowering::moe_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
   const int64_t E = m_.moe.experts, k = m_.moe.top_k, fe = m_.moe.expert_ffn_hidden;
-  const int64_t slots = moe_slots(), me = slots_per_expert();
+  const int64_t slots = moe_slots(), etp = p_.expert_tp;
+  const int64_t me = slots_per_expert() * etp, fel = fe / etp;  // tokens and width of a local expert shard
   const int64_t fs = m_.moe.shared_experts * fe;
-  const int64_t e = local_experts_ * me * fe;
+  const int64_t e = local_experts_ * me * fel;
   switch (n) {
     case Node::kRouter:
       return matmul("router", L, pass, Ts_, E, h_, deps, 1.0, 1, Operands::kWeights, Precision::kHigh);
@@ -46,7 +110,7 @@ OpId StageLowering::moe_node(Node n, int32_t L, Pass pass, const std::vector<OpI
       return memop(ComputeKind::kElementwise, "moe permute", L, pass, slots * h_, Ts_ * h_ * kAct, slots * h_ * kAct, 0,
                    deps);
     case Node::kDispatch:
-      return all_to_all("moe dispatch", L, pass, deps);
+      return moe_dispatch(L, pass, deps);
     case Node::kSUp:
       return matmul("shared experts up", L, pass, Ts_, 2 * fs, h_, deps);
     case Node::kSAct:
@@ -55,13 +119,13 @@ OpId StageLowering::moe_node(Node n, int32_t L, Pass pass, const std::vector<OpI
     case Node::kSDown:
       return matmul("shared experts down", L, pass, Ts_, h_, fs, deps);
     case Node::kEUp:
-      return experts_matmul("experts up", L, pass, me, 2 * fe, h_, deps);
+      return experts_matmul("experts up", L, pass, me, 2 * fel, h_, deps);
     case Node::kEAct:
       return memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 2 * e * kAct, e * kAct, 8, deps);
     case Node::kEDown:
-      return experts_matmul("experts down", L, pass, me, h_, fe, deps);
+      return experts_matmul("experts down", L, pass, me, h_, fel, deps);
     case Node::kCombine:
-      return all_to_all("moe combine", L, pass, deps);
+      return moe_combine(L, pass, deps);
     case Node::kUnpermute:
       return memop(ComputeKind::kElementwise, "moe unpermute", L, pass, Ts_ * h_, slots * h_ * kAct + Ts_ * k * 4,
                    Ts_ * h_ * kAct, static_cast<double>(k), deps);
@@ -78,12 +142,15 @@ OpId StageLowering::moe_backward(int32_t L, OpId cur, OpId weights, const LayerO
   const Pass pass = Pass::kBackward;
   const LayerGraph& g = graph(L);
   const int64_t E = m_.moe.experts, k = m_.moe.top_k, fe = m_.moe.expert_ffn_hidden;
-  const int64_t slots = moe_slots(), me = slots_per_expert();
+  const int64_t slots = moe_slots(), etp = p_.expert_tp;
+  const int64_t me = slots_per_expert() * etp, fel = fe / etp;
   const Node expert_in = g.present(Node::kDispatch) ? Node::kDispatch : Node::kPermute;
   const Node expert_out = g.present(Node::kCombine) ? Node::kCombine : Node::kEDown;
   OpId y = memop(ComputeKind::kElementwise, "moe unpermute", L, pass, slots * h_, Ts_ * h_ * kAct + Ts_ * k * 4,
                  slots * h_ * kAct, 1, {cur, weights, rec[expert_out], rec[Node::kTopk]});
-  if (p_.ep > 1) y = all_to_all("moe combine", L, pass, {y});
+  // Backward of the combine: the all-to-all back (or an all-gather over
+  // ep), then the gather over tp: moe_dispatch's pattern.
+  y = moe_dispatch(L, pass, {y});
   OpId shared = kNone;
   if (m_.moe.shared_experts > 0) {
     const int64_t fs = m_.moe.shared_experts * fe;
@@ -99,14 +166,14 @@ OpId StageLowering::moe_backward(int32_t L, OpId cur, OpId weights, const LayerO
     shared = sd;
   }
   y = fp8_backward_casts(Node::kEDown, L, y);
-  OpId dg = experts_matmul("experts down dgrad", L, pass, me, fe, h_, {y});
-  experts_matmul("experts down wgrad", L, pass, fe, h_, me, {y, rec[Node::kEAct]}, Operands::kWeightGrad);
-  const int64_t e = local_experts_ * me * fe;
+  OpId dg = experts_matmul("experts down dgrad", L, pass, me, fel, h_, {y});
+  experts_matmul("experts down wgrad", L, pass, fel, h_, me, {y, rec[Node::kEAct]}, Operands::kWeightGrad);
+  const int64_t e = local_experts_ * me * fel;
   dg = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 3 * e * kAct, 2 * e * kAct, 12, {dg, rec[Node::kEUp]});
   dg = fp8_backward_casts(Node::kEUp, L, dg);
-  const OpId up_dg = experts_matmul("experts up dgrad", L, pass, me, h_, 2 * fe, {dg});
-  experts_matmul("experts up wgrad", L, pass, h_, 2 * fe, me, {dg, rec[expert_in]}, Operands::kWeightGrad);
-  y = p_.ep > 1 ? all_to_all("moe dispatch", L, pass, {up_dg}) : up_dg;
+  const OpId up_dg = experts_matmul("experts up dgrad", L, pass, me, h_, 2 * fel, {dg});
+  experts_matmul("experts up wgrad", L, pass, h_, 2 * fel, me, {dg, rec[expert_in]}, Operands::kWeightGrad);
+  y = moe_combine(L, pass, {up_dg});
   y = memop(ComputeKind::kElementwise, "moe permute", L, pass, Ts_ * h_, slots * h_ * kAct, Ts_ * h_ * kAct, 1, {y});
   const OpId rd = matmul("router dgrad", L, pass, Ts_, h_, E, {y}, 1.0, 1, Operands::kWeights, Precision::kHigh);
   wgrad = matmul("router wgrad", L, pass, h_, E, Ts_, {y, rec[Node::kLn2]}, 1.0, 1, Operands::kWeightGrad,

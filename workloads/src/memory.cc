@@ -63,7 +63,7 @@ struct StageShape {
 StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, int64_t stage) {
   const ModelSpec& m = s.model;
   const Plan& p = s.plan;
-  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len);
+  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.expert_tp);
   const LayerMemory dense = layer_memory(m, p, false);
   const LayerMemory moe = m.is_moe() ? layer_memory(m, p, true) : LayerMemory{};
   StageShape st;
@@ -111,7 +111,10 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
   r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
   auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
   add("weights", state(2, fsdp));
-  add("gradients", state(dtype_bytes(p.grad_reduce_dtype), p.zero >= 2));
+  // FSDP without per-microbatch sync accumulates unsharded gradients in the
+  // parameters' dtype (bf16) until the last microbatch reduce-scatters them.
+  const bool unsharded_grads = fsdp && !p.fsdp_sync_each_microbatch && p.microbatches() > 1;
+  add("gradients", state(dtype_bytes(p.grad_reduce_dtype), p.zero >= 2) + (unsharded_grads ? state(2, false) : 0));
   add("optimizer_state",
       state(dtype_bytes(p.master_weights_dtype) + 2 * dtype_bytes(p.optimizer_state_dtype), p.zero >= 1));
   const int64_t T = p.microbatch_size * p.seq_len / p.cp;
@@ -202,7 +205,7 @@ MemoryReport training_memory(const Scenario& s) {
   const ChunkLayout layout = chunk_layout(m, p);
   const detail::LayerShape sh(m, p);
   const int64_t v = padded_vocab(m, p.tp) / p.tp;
-  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len);
+  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.expert_tp);
   const bool fsdp = p.zero == 3 && (p.zero == 3 && p.fsdp_shard_size > 0 ? p.fsdp_shard_size : p.dp) * p.cp > 1;
   MemoryReport best;
   for (int64_t stage = 0; stage < p.pp; ++stage) {
@@ -212,11 +215,17 @@ MemoryReport training_memory(const Scenario& s) {
     // The head keeps the final norm's input and output, the logits (bf16)
     // and the vocabulary-parallel softmax (fp32).
     r.components.push_back({"logits", st.has_head ? sh.T * v * (2 + 4) + 2 * sh.Ts * m.hidden * 2 : 0});
-    // FSDP: two units gathered at once (the one computing and the prefetched).
-    r.components.push_back(
-        {"gathered_params", fsdp ? int64_t{4} * std::max({dp.dense_layer, dp.embedding, dp.head,
-                                                          dp.moe_layer_replicated + dp.moe_layer_experts})
-                                 : 0});
+    // FSDP: two units gathered at once (the one computing and the
+    // prefetched), or every unit of the stage when units stay gathered from
+    // their forward to their backward.
+    const int64_t per_param = p.fp8_param_gather ? 1 : 2;
+    const bool all_gathered = !p.fsdp_reshard_after_forward || !p.fsdp_sync_each_microbatch;
+    r.components.push_back({"gathered_params", !fsdp ? 0
+                                               : all_gathered
+                                                   ? per_param * (st.params + st.expert_params)
+                                                   : 2 * per_param *
+                                                         std::max({dp.dense_layer, dp.embedding, dp.head,
+                                                                   dp.moe_layer_replicated + dp.moe_layer_experts})});
     finish(p, r);
     if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
   }
@@ -253,7 +262,7 @@ MemoryReport inference_memory(const Scenario& s) {
   const ModelSpec& m = s.model;
   const Plan& p = s.plan;
   const ChunkLayout layout = chunk_layout(m, p);
-  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len);
+  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.expert_tp);
   const int64_t t = p.tp;
   const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
   const int64_t positions = p.seq_len + (p.phase == Phase::kDecode ? 1 : 0);

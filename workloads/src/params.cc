@@ -1,5 +1,7 @@
 #include "shardsim/workloads/model.h"
 
+#include <algorithm>
+
 namespace shardsim {
 
 ParamCount count_params(const ModelSpec& m) {
@@ -30,7 +32,7 @@ ParamCount count_params(const ModelSpec& m) {
   return c;
 }
 
-DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t seq_len) {
+DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t seq_len, int64_t expert_tp) {
   const ParamCount pc = count_params(m);
   const int64_t h = m.hidden, d = m.head_dim;
   const int64_t a = m.heads / tp;
@@ -41,7 +43,7 @@ DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t s
   dp.dense_layer = attention + (m.gated() ? 3 : 2) * f * h + pc.per_layer_other;
   if (m.is_moe()) {
     dp.moe_layer_replicated = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
-    dp.moe_layer_experts = m.moe.experts / ep * pc.expert;
+    dp.moe_layer_experts = m.moe.experts / ep * pc.expert / std::max<int64_t>(expert_tp, 1);
   }
   const int64_t vocab_rows = padded_vocab(m, tp) / tp * h;  // this rank's padded slice
   dp.embedding = (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? seq_len * h : 0);

@@ -17,6 +17,10 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
                                  ") to split into 2·cp equal chunks (load-balanced causal ring attention)"};
     }
     if (!p.fused_attention) return PlanIssue{"cp", "ring attention (cp > 1) needs \"attention\": \"fused\""};
+    if (p.cp_comm == Plan::CpComm::kAllToAll && (m.heads / std::max<int64_t>(p.tp, 1)) % p.cp != 0) {
+      return PlanIssue{"cp_comm", "all-to-all context parallelism needs cp (" + s(p.cp) +
+                                      ") to divide the heads per tensor-parallel rank (" + s(m.heads / p.tp) + ")"};
+    }
   }
   if (p.ep > 1 && !m.is_moe())
     return PlanIssue{"ep", "expert parallelism needs a mixture-of-experts model; use ep = 1"};
@@ -37,6 +41,15 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
                      "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks"};
   if (m.is_moe() && m.moe.experts % p.ep != 0) {
     return PlanIssue{"ep", "ep (" + s(p.ep) + ") must divide the " + s(m.moe.experts) + " experts"};
+  }
+  if (p.expert_tp > 1 && (!m.is_moe() || p.expert_tp != p.tp)) {
+    return PlanIssue{"expert_tp", "expert_tp must be 1 or tp (" + s(p.tp) +
+                                      ") for a mixture of experts: the experts' "
+                                      "MLPs split over the tensor-parallel group"};
+  }
+  if (p.expert_tp > 1 && m.moe.expert_ffn_hidden % p.expert_tp != 0) {
+    return PlanIssue{"expert_tp", "expert_tp (" + s(p.expert_tp) + ") must divide expert_ffn_hidden (" +
+                                      s(m.moe.expert_ffn_hidden) + ")"};
   }
   if (m.is_moe() && p.tp > 1 && !p.sequence_parallel && !p.inference()) {
     return PlanIssue{"sequence_parallel",

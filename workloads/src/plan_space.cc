@@ -124,7 +124,7 @@ double step_time_estimate_s(const Scenario& s) {
   // updated weights); ZeRO-2 reduce-scatters every microbatch and ZeRO-3
   // also gathers the weights twice per microbatch, both overlapped with the
   // compute.
-  const DeviceParams dparams = device_params(m, p.tp, p.ep, p.seq_len);
+  const DeviceParams dparams = device_params(m, p.tp, p.ep, p.seq_len, p.expert_tp);
   const double params = (static_cast<double>(m.layers - m.moe_layers()) * static_cast<double>(dparams.dense_layer) +
                          static_cast<double>(m.moe_layers()) *
                              static_cast<double>(dparams.moe_layer_replicated + dparams.moe_layer_experts) +

@@ -502,6 +502,10 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.overlap_param_gather = r.boolean("overlap_param_gather", p.overlap_param_gather);
   p.fp8_param_gather = r.boolean("fp8_param_gather", p.fp8_param_gather);
   p.fsdp_reshard_after_forward = r.boolean("fsdp_reshard_after_forward", p.fsdp_reshard_after_forward);
+  // torch.distributed.pipelining's stages turn FSDP gradient sync and the
+  // post-backward reshard off for all but the last microbatch.
+  p.fsdp_sync_each_microbatch =
+      r.boolean("fsdp_sync_each_microbatch", !(p.framework == Framework::kTorchtitan && p.pp > 1));
   p.tp_comm_overlap = r.boolean("tp_comm_overlap", p.tp_comm_overlap);
   p.tp_comm_overlap_sms = static_cast<int>(r.int_in("tp_comm_overlap_sms", 0, 1024, p.tp_comm_overlap_sms));
   {
@@ -520,6 +524,10 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   }
   p.expert_tp = r.int_in("expert_tp", 1, 1024, p.expert_tp);
   p.moe_grouped_gemm = r.boolean("moe_grouped_gemm", p.moe_grouped_gemm);
+  p.moe_dedup = r.boolean("moe_dedup", p.moe_dedup);
+  p.moe_routing = r.choice("moe_routing", {"balanced", "contiguous"}, "balanced") == "contiguous"
+                      ? Plan::MoeRouting::kContiguous
+                      : Plan::MoeRouting::kBalanced;
   p.memory_reserved_bytes = r.int_in("memory_reserved_bytes", 0, int64_t{1} << 50, p.memory_reserved_bytes);
   p.allocator_overhead = r.number_in("allocator_overhead", 0, 10, p.allocator_overhead);
   p.memory_kernel_efficiency = r.number_in("memory_kernel_efficiency", 0.01, 1, p.memory_kernel_efficiency);

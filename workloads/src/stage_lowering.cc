@@ -12,8 +12,12 @@ void StageLowering::forward(int32_t local) {
   // unit i (prefetch); without prefetch, when unit i ends.
   std::vector<OpId>& gathered = fwd_gather_[static_cast<size_t>(local)][static_cast<size_t>(mb_)];
   gathered.assign(us.size(), kNone);
+  // Without per-microbatch sync a unit is gathered by its first forward and
+  // stays gathered for the step.
+  const bool once = !p_.fsdp_sync_each_microbatch;
+  if (once && mb_ > 0) gathered = fwd_gather_[static_cast<size_t>(local)][0];
   auto issue = [&](size_t i, OpId after) {
-    if (i < us.size()) gathered[i] = gather(us[i], Pass::kForward, after);
+    if (i < us.size() && !(once && mb_ > 0)) gathered[i] = gather(us[i], Pass::kForward, after);
   };
   issue(0, kNone);
   if (p_.fsdp_prefetch) issue(1, kNone);
@@ -31,7 +35,7 @@ void StageLowering::forward(int32_t local) {
       cur = layer_forward(unit_layer(u), cur, weights);
     }
     // Resharded after the forward, or kept for the backward.
-    if (gathered[i] != kNone && p_.fsdp_reshard_after_forward) {
+    if (gathered[i] != kNone && p_.fsdp_reshard_after_forward && !once) {
       b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
     }
     issue(p_.fsdp_prefetch ? i + 2 : i + 1, cur);
@@ -83,11 +87,14 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
   // Without resharding after the forward, the backward uses the forward's
   // gathered parameters.
   std::vector<OpId> gathered(us.size(), kNone);
-  if (!p_.fsdp_reshard_after_forward) gathered = fwd_gather_[static_cast<size_t>(local)][static_cast<size_t>(mb_)];
+  const bool once = !p_.fsdp_sync_each_microbatch;
+  if (!p_.fsdp_reshard_after_forward || once) {
+    gathered = fwd_gather_[static_cast<size_t>(local)][static_cast<size_t>(once ? 0 : mb_)];
+  }
   // Backward runs the units in reverse; the embedding's backward (a
   // scatter-add) needs no weights.
   auto issue = [&](size_t back_index, OpId after) {
-    if (back_index >= us.size() || !p_.fsdp_reshard_after_forward) return;
+    if (back_index >= us.size() || !p_.fsdp_reshard_after_forward || once) return;
     const size_t i = us.size() - 1 - back_index;
     if (us[i] != kEmbedUnit) gathered[i] = gather(us[i], Pass::kBackward, after);
   };
@@ -105,7 +112,9 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
     } else {
       cur = layer_backward(unit_layer(u), cur, gathered[i], wgrad);
     }
-    if (gathered[i] != kNone) b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
+    if (gathered[i] != kNone && (!once || last_microbatch)) {
+      b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
+    }
     reduce_unit(u, wgrad, last_microbatch);
     issue(p_.fsdp_prefetch ? k + 2 : k + 1, cur);
   }
@@ -178,6 +187,7 @@ void StageLowering::reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_
   if (replicas == 1 || params == 0) return;
   const int64_t grad_bytes = params * dtype_bytes(p_.grad_reduce_dtype);
   if (fsdp_) {
+    if (!p_.fsdp_sync_each_microbatch && !last_microbatch) return;  // accumulated unsharded
     // One reduce-scatter per unit; with fsdp_bucket_params set, in
     // grad_bucket_bytes pieces (DeepSpeed's reduce buckets).
     const int64_t piece = p_.fsdp_bucket_params > 0 ? p_.grad_bucket_bytes : grad_bytes;

@@ -76,7 +76,7 @@ class StageLowering {
     v_ = padded_vocab(m_, t_) / t_;
     vocab_model_ = static_cast<double>(m_.vocab) / static_cast<double>(padded_vocab(m_, t_));
     w_ = dtype_bytes(p_.matmul_dtype);
-    const DeviceParams params = device_params(m_, t_, p_.ep, p_.seq_len);
+    const DeviceParams params = device_params(m_, t_, p_.ep, p_.seq_len, p_.expert_tp);
     layer_params_ = params.dense_layer;
     moe_dense_params_ = params.moe_layer_replicated;
     moe_expert_params_ = params.moe_layer_experts;
@@ -220,6 +220,9 @@ class StageLowering {
   /// The attention core's backward from the gradient of its output.
   OpId attention_backward(int32_t layer, OpId dep);
   OpId ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
+  OpId allgather_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
+  OpId a2a_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
+  Op cp_attention_step(int32_t layer, Pass pass, int64_t read, int64_t write);
   OpId fused_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   std::vector<OpId> repeat_kv(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer, Pass pass,
@@ -468,6 +471,9 @@ class StageLowering {
   OpId experts_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
                       const std::vector<OpId>& deps, Operands operands = Operands::kWeights);
   OpId all_to_all(std::string_view name, int32_t L, Pass pass, const std::vector<OpId>& deps);
+  double a2a_copies() const;
+  OpId moe_dispatch(int32_t L, Pass pass, const std::vector<OpId>& deps);
+  OpId moe_combine(int32_t L, Pass pass, const std::vector<OpId>& deps);
   OpId moe_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps);
   OpId moe_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad);
   // Chunks, gradient reduction and the optimizer (stage_lowering.cc).

@@ -1871,6 +1871,16 @@ def build_automodel(row):
                             "MoEFlexTokenDispatcher: all-to-all dispatch)"),
         "expert_tp": K(1, "TP 1 (" + f"{AM}:docs/performance-summary.md:13-18" + ")"),
         "moe_grouped_gemm": K(True, f"{AM}:nemo_automodel/components/moe/layers.py:484-499 (grouped_gemm ops.gmm)"),
+        "moe_dedup": K(True, f"{AM}:nemo_automodel/components/moe/layers.py:419-443 (DeepEP dispatch: a token is sent "
+                       "once to each rank holding any of its experts)"),
+        "moe_routing": K("contiguous", f"{AM}:nemo_automodel/components/moe/layers.py:516-559 (fake balanced gate: "
+                         "experts (token*k + j) mod E)"),
+        "fsdp_sync_each_microbatch": (
+            K(False, "PyTorch pipelining turns FSDP gradient sync off for all but the last microbatch", "default")
+            if pp > 1 else
+            K(not fsdpopt, "enable_fsdp_optimizations " + ("true: no gradient reduce-scatter or reshard until the "
+                                                           "last micro-step" if fsdpopt else "false") +
+              f" ({AM}:nemo_automodel/components/moe/fsdp_mixin.py)", "recipe" if fsdpopt else "default")),
         "compile": K(True, f"{AM}:nemo_automodel/components/moe/utils.py:28-37 (BackendConfig: attention, linear and "
                      "RMSNorm from Transformer Engine, fused kernels)", "default"),
         "attention_kernel": K("flash2" if name.startswith("gpt_oss") else "cudnn",
@@ -1889,10 +1899,8 @@ def build_automodel(row):
                         else f"the 1024-GPU YAML gives {pp * vp} stages = VP {vp} under either formula; ") +
                      f"split: the first L % S stages one layer more, loop placement ({AM}:nemo_automodel/components/"
                      "distributed/pipelining/functional.py:66-216)")
-    if fsdpopt:
-        extra.append("enable_fsdp_optimizations true (no gradient reduce-scatter / reshard until the last GA "
-                     "micro-step) is not modelled" + (" and was added to the YAML after the table date"
-                                                     if name == "deepseek_v3" else ""))
+    if fsdpopt and name == "deepseek_v3":
+        extra.append("enable_fsdp_optimizations was added to the YAML after the table date")
     if row["id"] == "r0549":
         extra.append("conflicts (notes/pytorch.md 4.8): the table lists VP 8 but its YAML (layers_per_stage 4) gives "
                      "VP 4, which is used; the 1024-GPU YAML was committed two days after the table")

@@ -114,7 +114,8 @@ struct DeviceParams {
   int64_t embedding = 0;             ///< embedding rows (0 when tied) and learned positions
   int64_t head = 0;                  ///< unembedding rows and the final norm
 };
-DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t seq_len);
+/// `expert_tp`: experts' MLPs split over that many tensor-parallel ranks.
+DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t seq_len, int64_t expert_tp = 1);
 
 /// The vocabulary as tensor parallelism stores it: padded up to a multiple of
 /// 128·tp, as Megatron-LM does (--make-vocab-size-divisible-by 128), so each

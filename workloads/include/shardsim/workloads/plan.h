@@ -89,6 +89,13 @@ struct Plan {
   /// FSDP: a unit's gathered parameters are freed after its forward and
   /// gathered again for its backward; false: kept until the backward.
   bool fsdp_reshard_after_forward = true;
+  /// FSDP: gradients are reduce-scattered after every microbatch's backward
+  /// (PyTorch FSDP2's default); false: the unit stays gathered and its
+  /// gradients accumulate unsharded over the microbatches, gathered once
+  /// and reduce-scattered once per step (PyTorch's pipeline schedules turn
+  /// gradient sync off for all but the last microbatch; NeMo AutoModel's
+  /// enable_fsdp_optimizations). Defaults to false for torchtitan with pp > 1.
+  bool fsdp_sync_each_microbatch = true;
   /// Tensor-parallel communication overlapped with the GEMMs around it
   /// (Transformer Engine userbuffers): the all-gather before a
   /// column-parallel GEMM and the reduce-scatter after a row-parallel one
@@ -169,6 +176,14 @@ struct Plan {
   int64_t expert_tp = 1;
   /// The local experts run as one grouped GEMM; false: one GEMM per expert.
   bool moe_grouped_gemm = true;
+  /// The dispatch sends a token once to each rank that holds any of its
+  /// experts (DeepEP), not once per expert.
+  bool moe_dedup = false;
+  /// Which experts a token picks, for how many ranks that spreads it over:
+  /// balanced random routing (a token's top_k experts fall on distinct
+  /// ranks almost independently), or contiguous experts (NeMo AutoModel's
+  /// fake balanced gate: experts (token·k + j) mod E, on adjacent ranks).
+  enum class MoeRouting : uint8_t { kBalanced, kContiguous } moe_routing = MoeRouting::kBalanced;
   /// The fraction of the chip's streaming bandwidth (its STREAM-measured
   /// memory_efficiency) that the stack's kernels reach on memory-bound work:
   /// 1 for today's fused kernels; fitted for Megatron-LM 2021's
