@@ -93,6 +93,31 @@ TEST(CollectiveClosedForm, TwoAxisTorusAllReduceMovesEachAxisInTurn) {
   EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 64'000'000, mesh(1, 16), kDp, *topo), expect, expect * 0.01);
 }
 
+// Multislice: slices of a 4-chip ring joined by the DCN. A data-parallel
+// all-reduce over 2 slices of S bytes runs x on S (bidirectional ICI ring),
+// then the DCN pair on S/4 at the chip's DCN share D each way (one link),
+// and back: 2·(x + ½·(S/4)/D + α_dcn).
+TEST(CollectiveClosedForm, MultisliceAllReduceCrossesTheDcnOnOneShard) {
+  TorusSpec spec = torus({4});
+  spec.dcn_slices = 2;
+  spec.dcn_bandwidth = gbyte_per_s(6.25);
+  spec.dcn_latency = microseconds(10);
+  const auto topo = make_torus(spec);
+  ASSERT_EQ(topo->num_devices(), 8);
+  const double S = 64e6, B = 45e9, D = 6.25e9, alpha = 1e-6;
+  const double x = 3.0 / 4 * S / (2 * B) + 3 * alpha;
+  const double dcn = 1.0 / 2 * (S / 4) / D + 10e-6;
+  EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 64'000'000, mesh(1, 8), kDp, *topo), 2 * (x + dcn),
+              2 * (x + dcn) * 0.01);
+  // Four slices: a DCN ring whose two directions share the NIC, so the
+  // bandwidth term is the unidirectional ring's, (3/4)·(S/4)/D.
+  spec.dcn_slices = 4;
+  const auto four = make_torus(spec);
+  const double dcn4 = 3.0 / 4 * (S / 4) / D + 3 * 10e-6;
+  EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 64'000'000, mesh(1, 16), kDp, *four), 2 * (x + dcn4),
+              2 * (x + dcn4) * 0.01);
+}
+
 TEST(CollectiveClosedForm, HierarchicalAllGatherUsesTheNetworkForOneShardPerNode) {
   const auto topo = make_fat_tree(gpu_fabric(), 16);
   const double S = 512e6;

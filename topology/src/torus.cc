@@ -13,13 +13,31 @@ namespace {
 class Torus final : public Topology {
  public:
   explicit Torus(const TorusSpec& s) : spec_(s) {
+    // The DCN is switched: a chip's NIC share carries dcn_bandwidth out of
+    // it in all. Two slices: one link each way between the pair, no wrap.
+    // More: a ring whose two directions split the NIC's egress, so that a
+    // bidirectional ring collective still leaves each chip at dcn_bandwidth.
+    BytesPerSec dcn_link = s.dcn_bandwidth;
+    if (s.dcn_slices > 1) {
+      spec_.dims.push_back(s.dcn_slices);
+      spec_.wraparound.push_back(s.dcn_slices > 2);
+      if (s.dcn_slices > 2) dcn_link = s.dcn_bandwidth * 0.5;
+    }
     devices_ = 1;
-    for (int64_t d : s.dims) {
+    for (int64_t d : spec_.dims) {
       strides_.push_back(devices_);
       devices_ *= d;
     }
     const BytesPerSec bw = s.link_bandwidth * s.link_efficiency;
-    links_.assign(static_cast<size_t>(devices_) * s.dims.size() * 2, LinkSpec{bw, s.hop_latency, LinkKind::kIci});
+    const size_t nd = spec_.dims.size();
+    links_.assign(static_cast<size_t>(devices_) * nd * 2, LinkSpec{bw, s.hop_latency, LinkKind::kIci});
+    if (s.dcn_slices > 1) {
+      for (int64_t dev = 0; dev < devices_; ++dev) {
+        for (int64_t dir : {+1, -1}) {
+          links_[static_cast<size_t>(link_id(dev, nd - 1, dir))] = LinkSpec{dcn_link, s.dcn_latency, LinkKind::kNic};
+        }
+      }
+    }
   }
   FabricKind kind() const override { return FabricKind::kTorus; }
   int64_t num_devices() const override { return devices_; }
@@ -66,6 +84,7 @@ class Torus final : public Topology {
     const int64_t dev = id / static_cast<int64_t>(nd * 2);
     const size_t axis = (id / 2) % nd;
     const char* axes = "xyzwuv";
+    if (spec_.dcn_slices > 1 && axis == nd - 1) return "dcn dev" + std::to_string(dev) + (id % 2 == 0 ? " +" : " -");
     return "ici dev" + std::to_string(dev) + (id % 2 == 0 ? " +" : " -") + axes[axis % 6];
   }
 

@@ -326,8 +326,12 @@ RecomputePlan plan_recompute(const LayerGraph& g, const RecomputeSpec& spec) {
       kept = spec.custom & present;
       break;
   }
+  // Offloaded tensors are kept (the backward reads them back) in host memory.
+  kept |= spec.offloaded & (present | nodes({Node::kIn}));
   if (spec.mode != RecomputeMode::kRegion) region.reset();
-  return g.plan(kept, spec.mode, region);
+  RecomputePlan r = g.plan(kept, spec.mode, region);
+  r.offloaded = spec.offloaded & r.kept;
+  return r;
 }
 
 }  // namespace shardsim::detail

@@ -107,7 +107,8 @@ enum class RecomputeMode : uint8_t {
 /// What a policy keeps of a layer's forward, and what runs again before the
 /// layer's backward.
 struct RecomputePlan {
-  NodeSet kept;        ///< node outputs held from the forward to the backward
+  NodeSet kept;        ///< node outputs held from the forward to the backward (in HBM or, offloaded, in host memory)
+  NodeSet offloaded;   ///< of those, the ones held in host memory
   NodeSet recomputed;  ///< nodes re-run before the backward
   NodeSet needed;      ///< node outputs the backward reads
 };
@@ -152,6 +153,8 @@ struct RecomputeSpec {
   bool sp_regather = true;
   /// kCustom: the node outputs kept.
   NodeSet custom;
+  /// Node outputs kept in host memory (offloaded): kept, but not in HBM.
+  NodeSet offloaded;
 };
 
 /// The nodes a tensor name of a "custom" policy (plan.recompute_keep) names,

@@ -95,6 +95,9 @@ RecomputeSpec recompute_spec(const Plan& p) {
       for (const std::string& name : p.recompute_keep) {
         if (const auto s = nodes_named(name)) r.custom |= *s;
       }
+      for (const std::string& name : p.recompute_offload) {
+        if (const auto s = nodes_named(name)) r.offloaded |= *s;
+      }
       break;
   }
   switch (p.framework) {
@@ -348,14 +351,14 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
       // The forward charges what the policy keeps; a recomputation what
       // the backward reads that was not kept. Both are held until the
       // layer's backward ends.
-      const bool hold = pass == Pass::kForward ? rp.kept.test(idx(member))
+      const bool hold = pass == Pass::kForward ? rp.kept.test(idx(member)) && !rp.offloaded.test(idx(member))
                                                : rp.needed.test(idx(member)) && !rp.kept.test(idx(member));
       if (hold) alloc += g.bytes(member);
     }
     if (first) {
       deps.push_back(in);
       deps.push_back(weights);
-      if (pass == Pass::kForward) alloc += g.bytes(Node::kIn);  // the layer's input: its checkpoint
+      if (pass == Pass::kForward && !rp.offloaded.test(idx(Node::kIn))) alloc += g.bytes(Node::kIn);  // its checkpoint
       first = false;
     }
     if (linear_shape(n).in > 0) deps = fp8_forward_casts(n, L, pass, deps);
@@ -477,7 +480,7 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
   wgrad = wg;
   const OpId last = residual(L, pass, {x});
   // The layer's kept and recomputed tensors are released with its backward.
-  b_.memory(last, MemKind::kActivation, Bytes(0), Bytes(g.bytes(rp.kept)));
+  b_.memory(last, MemKind::kActivation, Bytes(0), Bytes(g.bytes(rp.kept & ~rp.offloaded)));
   b_.memory(last, MemKind::kRecomputed, Bytes(0), Bytes(g.bytes(rp.recomputed & rp.needed & ~rp.kept)));
   return last;
 }

@@ -49,7 +49,7 @@ struct LayerMemory {
 LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer) {
   const LayerGraph g(detail::layer_config(m, p, moe_layer));
   const RecomputePlan rp = detail::plan_recompute(g, detail::recompute_spec(p));
-  return {g.bytes(rp.kept), g.bytes(rp.recomputed & rp.needed & ~rp.kept)};
+  return {g.bytes(rp.kept & ~rp.offloaded), g.bytes(rp.recomputed & rp.needed & ~rp.kept)};
 }
 
 /// What one pipeline stage holds before activations: its parameters and

@@ -105,6 +105,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.nvlink_per_gpu = gbyte_per_s(r.number_in("nvlink_GBps_per_gpu", 0, 1e6, 0));
   c.nic_per_gpu = gbyte_per_s(r.number_in("nic_GBps_per_gpu", 0, 1e6, 0));
   c.ici_per_link = gbyte_per_s(r.number_in("ici_GBps_per_link", 0, 1e6, 0));
+  c.dcn_per_chip = gbyte_per_s(r.number_in("dcn_GBps_per_chip", 0, 1e6, 0));
   r.int_in("ici_ports", 0, 64, 0);
   c.nvlink_ring_efficiency = r.number_in("nvlink_ring_efficiency", 0.01, 1, 1);
   c.matmul_efficiency = r.number_in("matmul_efficiency", 0.01, 1, 1);
@@ -302,9 +303,19 @@ TorusSpec parse_torus(ObjectReader& r, const ChipSpec& chip, int64_t devices, Cl
     product *= t.dims.back();
     if (product > kMaxDevices) r.fail("dims", "product exceeds " + std::to_string(kMaxDevices) + " devices");
   }
-  if (product != devices) {
-    r.fail("dims",
-           "product of dims (" + std::to_string(product) + ") differs from devices (" + std::to_string(devices) + ")");
+  t.dcn_slices = r.int_in("dcn_slices", 1, 1 << 16, 1);
+  if (product * t.dcn_slices != devices) {
+    r.fail("dims", "product of dims (" + std::to_string(product) + ")" +
+                       (t.dcn_slices > 1 ? " times dcn_slices (" + std::to_string(t.dcn_slices) + ")" : "") +
+                       " differs from devices (" + std::to_string(devices) + ")");
+  }
+  if (t.dcn_slices > 1) {
+    const double dcn = r.number_in("dcn_GBps_per_chip", 0, 1e6, chip.dcn_per_chip.value() / 1e9);
+    if (!(dcn > 0))
+      r.fail("dcn_GBps_per_chip", "required with dcn_slices: chip " + chip.name + " names no DCN bandwidth");
+    t.dcn_bandwidth = gbyte_per_s(dcn);
+    // A data-center network crossing: NIC, switches and back (assumed).
+    t.dcn_latency = microseconds(r.number_in("dcn_latency_us", 0, 1e6, 10.0));
   }
   if (r.has("wraparound")) {
     const Json& w = r.raw("wraparound");

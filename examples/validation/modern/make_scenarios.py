@@ -248,9 +248,25 @@ def gpu_cluster(hw, devices):
     return {"chip": chip, "devices": devices, "fabric": gpu_fabric(nic, min(8, devices))}
 
 
-def tpu_cluster(chip_name, devices):
-    chip, dims, wrap, _ = TPU_SLICES[(chip_name, devices)]
-    return {"chip": chip, "devices": devices, "fabric": {"kind": "torus", "dims": dims, "wraparound": wrap}}
+# Chips per slice of the multislice rows (notes/jax.md sections 4.9-4.11, 4.18): v6e-256 slices; the v4 22B
+# table on v4-128 slices (64 chips), the 52B on v4-384 (192).
+SLICE_CHIPS = {("TPU v6e", "*"): 256, ("TPU v4", "maxtext_22b"): 64, ("TPU v4", "maxtext_52b"): 192}
+
+
+def slice_chips(row):
+    chip = row["hardware"]["chip"]
+    return SLICE_CHIPS.get((chip, row["model"]), SLICE_CHIPS.get((chip, "*")))
+
+
+def tpu_cluster(chip_name, devices, per_slice=None):
+    """One slice, or devices / per_slice slices joined by the data-center network (the chip preset's DCN
+    bandwidth per chip: shared/reference/hardware.md)."""
+    per_slice = per_slice or devices
+    chip, dims, wrap, _ = TPU_SLICES[(chip_name, per_slice)]
+    fabric = {"kind": "torus", "dims": dims, "wraparound": wrap}
+    if devices > per_slice:
+        fabric["dcn_slices"] = devices // per_slice
+    return {"chip": chip, "devices": devices, "fabric": fabric}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1496,6 +1512,9 @@ V6E = {
               ["decoder_layer_input", "out_proj", "query_proj", "key_proj", "value_proj"]),
     "r0571": ("14b5876ea", "289-315", 3, 2048, None, None),
     "r0572": ("50bafeb98", "1717-1755", 1, 32768, ["decoder_layer_input"], None),
+    "r0566": ("14b5876ea", "797-826", 1, 8192, None, ["decoder_layer_input"]),
+    "r0573": ("50bafeb98", "1756-1795", 1, 32768, ["decoder_layer_input"], None),
+    "r0574": ("50bafeb98", "1796-1835", 1, 32768, ["decoder_layer_input"], None),
 }
 
 
@@ -1504,6 +1523,9 @@ def v6e_model(row, c):
     if m == "llama3_70b":
         return llama_maxtext("llama3.1-70b", 80, 8192, 28672, 64, 8, 128256,
                              mx(c, "MaxText/configs/models/llama3.1-70b.yml"))
+    if m == "llama31_405b":
+        return llama_maxtext("llama3.1-405b", 126, 16384, 53248, 128, 8, 128256,
+                             mx(c, "MaxText/configs/models/llama3.1-405b.yml"))
     if m == "llama3_8b":
         return llama_maxtext("llama3.1-8b", 32, 4096, 14336, 32, 8, 128256, mx(c, "MaxText/configs/models/llama3.1-8b.yml"))
     if m == "mixtral_8x7b":
@@ -1552,7 +1574,10 @@ def build_v6e(row):
             knobs["recompute_keep"] = K(keep, cfgcite + " (decoder_layer_input 'device'; every other tensor 'remat')")
         if offload:
             knobs["recompute_offload"] = K(offload, cfgcite + " (tensors set to 'offload'; the rest 'remat')")
-    if row["id"] == "r0572":
+    if row["id"] in ("r0573", "r0574"):
+        knobs["fsdp_shard_size"] = K(256, cfgcite + " (ici_fsdp_transpose_parallelism -1 = 256 within a slice; "
+                                     "dcn_data_parallelism -1 = the slices: data parallel across them)")
+    if row["id"] in ("r0572", "r0573", "r0574"):
         knobs["fsdp_prefetch"] = K(True, cfgcite + " (only --xla_tpu_scoped_vmem_limit_kib is set)", "not stated",
                                    "no flag asks for all-gather overlap; shardsim's prefetching default is kept")
     else:
@@ -1584,12 +1609,15 @@ def build_v6e(row):
               f"{'bf16' if row['model'] == 'mixtral_8x22b' else 'fp32'}, AdamW moments in the parameter dtype; FSDP "
               "collective dtypes not stated: shardsim's maxtext defaults; XLA/libtpu flags (notes/jax.md section 4) "
               "not modelled beyond the overlap they enable",
-              TPU_SLICES[("TPU v6e", n)][3], "metric: the README's single 'completed step' log line (a sample, not "
+              TPU_SLICES[("TPU v6e", 256)][3] + (f"; {n // 256} slices over the data-center network at the v6e "
+                                                   "preset's 12.5 GB/s per chip (Cloud TPU v6e: 4 x 200 Gbps per "
+                                                   "8-chip host)" if n > 256 else ""),
+              "metric: the README's single 'completed step' log line (a sample, not "
               "an average)"]
     layout = f"FSDP {n // ep}" + (f" x EP {ep}" if ep > 1 else "")
     desc = (f"{row['id']}: {model['name']} BF16, MaxText tpu-recipes, TPU v6e-256 ({layout}, per-device batch {pdbs}, "
             f"seq {seq})")
-    return scenario(row, desc, model, tpu_cluster("TPU v6e", n), plan, step_metric(row),
+    return scenario(row, desc, model, tpu_cluster("TPU v6e", n, 256), plan, step_metric(row),
                     f"AI-Hypercomputer/tpu-recipes training/trillium {row['locator']}", assumptions_text(knobs, extra))
 
 
@@ -1953,8 +1981,8 @@ def skip_reason(row):
         return reason
     if "NVFP4" in row["precision"]:
         return "NVFP4 precision not modelled"
-    if chip.startswith("TPU") and not any(k == (chip, row["hardware"]["count"]) for k in TPU_SLICES):
-        return MULTISLICE_SKIP
+    if chip == "TPU v4" and row["hardware"]["count"] > slice_chips(row):
+        return "TPU v4 multislice: no DCN bandwidth per chip is published for v4 (notes/jax.md section 2)"
     return None
 
 

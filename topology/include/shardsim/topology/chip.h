@@ -24,6 +24,7 @@ struct ChipSpec {
   BytesPerSec nvlink_per_gpu{0};  ///< GPU: NVLink to the node's NVSwitch
   BytesPerSec nic_per_gpu{0};     ///< GPU: scale-out NIC
   BytesPerSec ici_per_link{0};    ///< TPU: one ICI link
+  BytesPerSec dcn_per_chip{0};    ///< TPU: the chip's share of its host's data-center network, one way
   /// Measured ring all-reduce bus bandwidth / NVLink line rate (NCCL figures).
   double nvlink_ring_efficiency = 1.0;
   // Compute model defaults (sim/compute_model.h documents their use).

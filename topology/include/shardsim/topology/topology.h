@@ -36,6 +36,13 @@ struct TorusSpec {
   BytesPerSec link_bandwidth{0};  ///< one direction of one link, line rate
   double link_efficiency = 1.0;
   SimTime hop_latency;
+  /// Multislice: this many slices of `dims`, joined by the data-center
+  /// network. Each chip reaches the same chip of the other slices through
+  /// its share of its host's DCN NICs, modelled as one more torus axis (the
+  /// last, wrapping around) whose links run at dcn_bandwidth.
+  int64_t dcn_slices = 1;
+  BytesPerSec dcn_bandwidth{0};  ///< per chip, one way
+  SimTime dcn_latency;
 };
 
 /// GPUs in NVSwitch nodes; each GPU has a NIC into a fat tree of leaf
