@@ -55,6 +55,7 @@ void print_summary(const Scenario& s, const StepReport& r) {
               list(r.comm_busy_by_stream_s).c_str());
   std::printf("  memory per device  %s of %s: %s\n", gib(r.memory.peak_bytes_per_device).c_str(),
               gib(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
+  if (!r.memory.peak_at.empty()) std::printf("    peak at %s\n", r.memory.peak_at.c_str());
   if (!r.memory.fits) {
     auto comps = r.memory.components;
     std::sort(comps.begin(), comps.end(), [](const auto& x, const auto& y) { return x.bytes > y.bytes; });

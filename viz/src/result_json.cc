@@ -29,14 +29,14 @@ std::string step_report_json(const StepReport& r) {
   for (const auto& [k, v] : r.compute_by_kind_s) by_kind[k] = v;
   nlohmann::ordered_json by_stream = nlohmann::ordered_json::object();
   for (const auto& [k, v] : r.comm_busy_by_stream_s) by_stream[k] = v;
-  j["critical_device"] = {{"device", r.critical_device},
-                          {"compute_by_kind_s", by_kind},
-                          {"comm_busy_by_stream_s", by_stream}};
+  j["critical_device"] = {
+      {"device", r.critical_device}, {"compute_by_kind_s", by_kind}, {"comm_busy_by_stream_s", by_stream}};
   nlohmann::ordered_json comps = nlohmann::ordered_json::object();
   for (const auto& c : r.memory.components) comps[c.name + "_bytes"] = c.bytes;
   j["memory"] = {{"peak_bytes_per_device", r.memory.peak_bytes_per_device},
                  {"capacity_bytes", r.memory.capacity_bytes},
                  {"fits", r.memory.fits},
+                 {"peak_at", r.memory.peak_at},
                  {"components", comps}};
   j["sim"] = {{"backend", r.sim.backend},
               {"events", r.sim.events},

@@ -4,6 +4,7 @@
 #include "shardsim/workloads/framework.h"
 
 #include <array>
+#include <cstdint>
 
 namespace shardsim {
 namespace {
@@ -14,6 +15,14 @@ namespace {
 // examples/validation/fit_megatron2021.py on the four Megatron-LM SC'21
 // Table 1 runs without a pipeline (docs/validation.md).
 constexpr double kMegatron2021MemoryKernelEfficiency = 0.67;
+
+/// The CUDA context a PyTorch process holds outside its caching allocator:
+/// 0.47 GiB with lazy module loading (A100 80GB, torch 2.1.1+cu121,
+/// stas00/ml-engineering training/performance/README.md; ~300-400 MB per
+/// pytorch/pytorch#86509 and #107667). No H100 figure is published: the
+/// same is assumed. NCCL's buffers (about 9.2 MiB per channel and peer
+/// connection, NVIDIA/nccl src/init.cc) are not counted.
+constexpr int64_t kCudaContextBytes = 470LL << 20;
 
 constexpr std::array<Framework, 6> kAll = {Framework::kGeneric,    Framework::kMegatron2021, Framework::kMegatronCore,
                                            Framework::kTorchtitan, Framework::kMaxtext,      Framework::kDeepspeed};
@@ -112,6 +121,7 @@ std::span<const Framework> all_frameworks() {
 Plan framework_defaults(Framework f) {
   Plan p;
   p.framework = f;
+  if (f != Framework::kGeneric && f != Framework::kMaxtext) p.memory_reserved_bytes = kCudaContextBytes;
   switch (f) {
     case Framework::kGeneric:
       break;
@@ -133,6 +143,7 @@ Plan framework_defaults(Framework f) {
       // attention on sm90 when both backends are allowed (TransformerEngine
       // v1.11 pytorch/attention.py); NeMo's recipes set NVTE_FUSED_ATTN=1.
       p.attention_kernel = AttentionKernel::kCudnn;
+      p.fp8_weight_cache = true;
       break;
     case Framework::kTorchtitan:
       // Separate wq, wk, wv and w1, w3 linears (torchtitan models/llama);
@@ -141,6 +152,10 @@ Plan framework_defaults(Framework f) {
       p.fused_gate_up = false;
       p.attention_kernel = AttentionKernel::kFlash2;
       p.compile = false;  // training.compile defaults to false (torchtitan config_manager.py)
+      // The output projection and the loss stay outside torch.compile
+      // (parallelize_llama.py compiles each TransformerBlock only).
+      p.loss_kernel = Plan::LossKernel::kTorch;
+      p.fsdp_params_are_master = true;  // FSDP2 MixedPrecisionPolicy(param_dtype=bf16) over fp32 shards
       break;
     case Framework::kMaxtext:
       // Separate query, key, value and wi_0, wi_1 projections (MaxText
@@ -148,6 +163,8 @@ Plan framework_defaults(Framework f) {
       p.fused_qkv = false;
       p.fused_gate_up = false;
       p.attention_kernel = AttentionKernel::kCudnn;
+      p.loss_kernel = Plan::LossKernel::kXla;
+      p.fsdp_params_are_master = true;  // weight_dtype float32, cast to dtype bf16 in the layers
       break;
     case Framework::kDeepspeed:
       // Megatron-DeepSpeed of 2021-2022 runs Megatron-LM's model code of the

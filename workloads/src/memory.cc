@@ -32,6 +32,7 @@
 #include <cmath>
 
 #include "layer_graph.h"
+#include "loss_memory.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/schedule.h"
 #include "stage_lowering.h"
@@ -56,6 +57,7 @@ LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer) {
 /// the chunks' per-microbatch activation bytes.
 struct StageShape {
   int64_t params = 0, expert_params = 0;
+  int64_t layer_params = 0;  ///< of the transformer layers (their linear weights, norms aside)
   bool has_head = false;
   std::vector<int64_t> chunk_act;
   int64_t recompute_extra = 0;
@@ -75,6 +77,7 @@ StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, int64_t sta
       const bool moe_layer = m.is_moe_layer(l);
       st.params += moe_layer ? dp.moe_layer_replicated : dp.dense_layer;
       st.expert_params += moe_layer ? dp.moe_layer_experts : 0;
+      st.layer_params += moe_layer ? dp.moe_layer_replicated + dp.moe_layer_experts : dp.dense_layer;
       act += moe_layer ? moe.kept : dense.kept;
       st.recompute_extra = std::max(st.recompute_extra, moe_layer ? moe.recomputed : dense.recomputed);
     }
@@ -110,11 +113,19 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
   MemoryReport r;
   r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
   auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
-  add("weights", state(2, fsdp));
+  // FSDP over master-dtype shards keeps no bf16 copy: the shards are the
+  // master weights (counted with the optimizer) and the gradients come back
+  // in their dtype.
+  const bool master_shards = fsdp && p.fsdp_params_are_master;
+  add("weights", master_shards ? 0 : state(2, fsdp));
+  // Transformer Engine's cached fp8 weights and transposes.
+  const bool fp8_cache = p.fp8_weight_cache && p.matmul_dtype == DType::kFp8 && !p.fp8_param_gather;
+  add("fp8_weight_cache", fp8_cache ? 2 * st.layer_params : 0);
   // FSDP without per-microbatch sync accumulates unsharded gradients in the
   // parameters' dtype (bf16) until the last microbatch reduce-scatters them.
   const bool unsharded_grads = fsdp && !p.fsdp_sync_each_microbatch && p.microbatches() > 1;
-  add("gradients", state(dtype_bytes(p.grad_reduce_dtype), p.zero >= 2) + (unsharded_grads ? state(2, false) : 0));
+  const int64_t grad_bytes = dtype_bytes(master_shards ? p.master_weights_dtype : p.grad_reduce_dtype);
+  add("gradients", state(grad_bytes, p.zero >= 2) + (unsharded_grads ? state(2, false) : 0));
   add("optimizer_state",
       state(dtype_bytes(p.master_weights_dtype) + 2 * dtype_bytes(p.optimizer_state_dtype), p.zero >= 1));
   const int64_t T = p.microbatch_size * p.seq_len / p.cp;
@@ -125,8 +136,10 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
     buffers += 2 * 2 * static_cast<int64_t>(static_cast<double>(rep * m.moe.top_k) * m.moe.capacity_factor) * m.hidden;
   }
   // DDP: two buckets in flight, together no more than the stage's gradients
-  // (a bucket size beyond them means one bucket of everything).
-  if (!fsdp && shards > 1) {
+  // (a bucket size beyond them means one bucket of everything). Megatron
+  // reduces its contiguous gradient buffer in place.
+  const bool in_place = p.framework == Framework::kMegatronCore || p.framework == Framework::kMegatron2021;
+  if (!fsdp && shards > 1 && !in_place) {
     buffers += std::min(2 * p.grad_bucket_bytes, state(dtype_bytes(p.grad_reduce_dtype), false));
   }
   if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
@@ -151,6 +164,17 @@ void finish(const Plan& p, MemoryReport& r) {
   r.peak_bytes_per_device = 0;
   for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
   r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
+}
+
+/// "stage S: name (pass, layer L, microbatch M)" of op `id`.
+std::string describe_op(int64_t stage, const Program& program, OpId id) {
+  if (program.size() == 0) return "";
+  const Op& o = program.op(id);
+  std::string out =
+      "stage " + std::to_string(stage) + ": " + std::string(program.name(o)) + " (" + std::string(to_string(o.pass));
+  if (o.layer >= 0) out += ", layer " + std::to_string(o.layer);
+  if (o.microbatch >= 0) out += ", microbatch " + std::to_string(o.microbatch);
+  return out + ")";
 }
 
 }  // namespace
@@ -190,6 +214,7 @@ ProgramMemory walk_program_memory(const Program& program) {
       w.head = live[static_cast<size_t>(MemKind::kHead)];
       w.gathered_params = live[static_cast<size_t>(MemKind::kParams)];
       w.working_set = transient + live[static_cast<size_t>(MemKind::kRecomputed)];
+      w.peak_op = i;
     }
     for (size_t j = first; j < e; ++j) {
       live[static_cast<size_t>(ev[j].kind)] -= ev[j].free;
@@ -212,9 +237,11 @@ MemoryReport training_memory(const Scenario& s) {
     const StageShape st = stage_shape(s, layout, stage);
     MemoryReport r = resident(s, st);
     r.components.push_back({"activations", peak_in_flight_bytes(p, stage, st.chunk_act) + st.recompute_extra});
-    // The head keeps the final norm's input and output, the logits (bf16)
-    // and the vocabulary-parallel softmax (fp32).
-    r.components.push_back({"logits", st.has_head ? sh.T * v * (2 + 4) + 2 * sh.Ts * m.hidden * 2 : 0});
+    // The head keeps the final norm's input and output and what the loss
+    // keeps for its backward (none with vocabulary tiling; loss_memory.h).
+    const detail::LossBytes lb = detail::loss_bytes(p.loss_kernel);
+    const int64_t loss_kept = p.vocab_tiling > 1 ? 0 : sh.T * v * lb.kept();
+    r.components.push_back({"logits", st.has_head ? loss_kept + 2 * sh.Ts * m.hidden * 2 : 0});
     // FSDP: two units gathered at once (the one computing and the
     // prefetched), or every unit of the stage when units stay gathered from
     // their forward to their backward.
@@ -242,6 +269,7 @@ MemoryReport training_memory(const Scenario& s, const ProgramSet& programs) {
     r.components.push_back({"logits", w.head});
     r.components.push_back({"gathered_params", w.gathered_params});
     r.components.push_back({"working_set", w.working_set});
+    r.peak_at = describe_op(stage, programs.stages[static_cast<size_t>(stage)], w.peak_op);
     finish(s.plan, r);
     if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
   }

@@ -533,6 +533,26 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
                                    p.moe_dispatcher == Plan::MoeDispatcher::kAllToAll ? "alltoall" : "allgather");
     p.moe_dispatcher = d == "alltoall" ? Plan::MoeDispatcher::kAllToAll : Plan::MoeDispatcher::kAllGather;
   }
+  {
+    static constexpr std::array<std::pair<const char*, Plan::LossKernel>, 5> kLoss{{
+        {"megatron", Plan::LossKernel::kMegatron},
+        {"te", Plan::LossKernel::kTe},
+        {"torch", Plan::LossKernel::kTorch},
+        {"torch_bf16", Plan::LossKernel::kTorchBf16},
+        {"xla", Plan::LossKernel::kXla},
+    }};
+    std::string current;
+    std::vector<std::string> names;
+    for (const auto& [n, k] : kLoss) {
+      names.emplace_back(n);
+      if (k == p.loss_kernel) current = n;
+    }
+    const std::string l = r.choice("loss_kernel", names, current);
+    for (const auto& [n, k] : kLoss) {
+      if (l == n) p.loss_kernel = k;
+    }
+  }
+  p.vocab_tiling = r.int_in("vocab_tiling", 1, 4096, p.vocab_tiling);
   p.expert_tp = r.int_in("expert_tp", 1, 1024, p.expert_tp);
   p.moe_grouped_gemm = r.boolean("moe_grouped_gemm", p.moe_grouped_gemm);
   p.moe_dedup = r.boolean("moe_dedup", p.moe_dedup);
@@ -550,6 +570,8 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   p.grad_accumulation_fusion = r.boolean("grad_accumulation_fusion", p.grad_accumulation_fusion);
   p.fsdp_shard_size = r.positive_int("fsdp_shard_size", 0);
   p.fsdp_bucket_params = r.positive_int("fsdp_bucket_params", 0);
+  p.fsdp_params_are_master = r.boolean("fsdp_params_are_master", p.fsdp_params_are_master);
+  p.fp8_weight_cache = r.boolean("fp8_weight_cache", p.fp8_weight_cache);
   p.master_weights_dtype = parse_dtype(r.choice("master_weights_dtype", {"fp32", "bf16"}, "fp32"));
   p.optimizer_state_dtype = parse_dtype(r.choice("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
   p.grad_bucket_bytes = r.positive_int("grad_bucket_bytes", p.grad_bucket_bytes);

@@ -2,7 +2,16 @@
 // chunks, gradient reduction and the optimizer (see stage_lowering.h).
 #include "stage_lowering.h"
 
+#include <algorithm>
+
+#include "loss_memory.h"
+
 namespace shardsim::detail {
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+}  // namespace
 
 // ---- forward of one chunk for one microbatch ----------------------------------------
 void StageLowering::forward(int32_t local) {
@@ -61,18 +70,28 @@ OpId StageLowering::embedding_forward(OpId weights) {
   return row_parallel_out("embedding all-reduce", -1, Pass::kForward, x);
 }
 
+// The head's memory follows the stack's loss kernel (loss_memory.h): the
+// logits the GEMM writes, what the loss keeps for the backward and what is
+// live while each runs. With vocabulary tiling only one chunk of the logits
+// exists at a time and nothing is kept: the backward recomputes each chunk.
 OpId StageLowering::head_forward(OpId cur, OpId weights) {
-  OpId x = b_.add(norm_op("final norm", -1, Pass::kForward), {cur, weights});
+  OpId x = b_.add(norm_op("final norm", -1, Pass::kForward, head_eager()), {cur, weights});
   b_.memory(x, MemKind::kHead, Bytes(2 * Ts_ * h_ * kAct), Bytes(0));  // the norm's input and output, kept
   x = column_parallel_in("head all-gather", -1, Pass::kForward, x);
   x = matmul("unembedding", -1, Pass::kForward, T_, v_, h_, {x}, vocab_model_, 1, Operands::kWeights, Precision::kHigh);
-  // The logits (bf16) and the vocabulary-parallel softmax (fp32) are kept
-  // for the loss's backward (Megatron-LM's VocabParallelCrossEntropy).
-  b_.memory(x, MemKind::kHead, Bytes(T_ * v_ * kAct), Bytes(0));
-  x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, T_ * v_, T_ * v_ * (eager() ? 14 : kAct),
-            eager() ? T_ * v_ * 8 : T_ * 4, 4, {x});
-  b_.memory(x, MemKind::kHead, Bytes(T_ * v_ * 4), Bytes(0));
-  b_.op(x).mem_transient += Bytes(T_ * v_ * 4);
+  const LossBytes lb = loss_bytes(p_.loss_kernel);
+  const int64_t L = T_ * v_;
+  const int64_t tiles = std::min<int64_t>(p_.vocab_tiling, T_);
+  b_.op(x).mem_transient = Bytes(T_ * h_ * kAct);  // its input; the logits are charged below
+  if (tiles == 1) b_.memory(x, MemKind::kHead, Bytes(L * lb.logits), Bytes(0));
+  x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, L, L * (head_eager() ? 14 : kAct),
+            head_eager() ? L * 8 : T_ * 4, 4, {x});
+  if (tiles == 1) {
+    b_.op(x).mem_transient = Bytes(L * lb.forward_extra);
+    b_.memory(x, MemKind::kHead, Bytes(L * lb.saved), Bytes(lb.logits_kept ? 0 : L * lb.logits));
+  } else {
+    b_.op(x).mem_transient = Bytes(ceil_div(L, tiles) * (lb.logits + lb.saved + lb.forward_extra));
+  }
   // Vocabulary-parallel softmax: max and sum over tp (fp32).
   if (t_ > 1) x = tp_coll(CollectiveKind::kAllReduce, "loss all-reduce", -1, Pass::kForward, T_ * 8, x);
   return x;
@@ -123,23 +142,37 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
 }
 
 OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
-  const int64_t logits = T_ * v_ * kAct;
+  const LossBytes lb = loss_bytes(p_.loss_kernel);
+  const int64_t L = T_ * v_;
+  const int64_t tiles = std::min<int64_t>(p_.vocab_tiling, T_);
+  if (tiles > 1) {
+    // Each chunk's logits again, for its loss gradient.
+    cur = matmul("unembedding recompute", -1, Pass::kBackward, T_, v_, h_, {cur, weights}, vocab_model_, 1,
+                 Operands::kWeights, Precision::kHigh);
+    b_.op(cur).mem_transient = Bytes(T_ * h_ * kAct + ceil_div(L, tiles) * lb.logits);
+  }
   Op lg = base("cross-entropy", -1, Pass::kBackward, kC);
   lg.compute = ComputeKind::kLoss;
-  lg.m = T_ * v_;
+  lg.m = L;
   lg.n = lg.k = 1;
-  lg.flops = Flops(4.0 * static_cast<double>(T_ * v_));
-  lg.bytes_read = Bytes(eager() ? T_ * v_ * 12 : logits);
-  lg.bytes_written = Bytes(eager() ? T_ * v_ * 10 : logits);
-  lg.mem_transient = Bytes(logits);  // the logits' gradient
+  lg.flops = Flops(4.0 * static_cast<double>(L));
+  lg.bytes_read = Bytes(head_eager() ? L * 12 : L * kAct);
+  lg.bytes_written = Bytes(head_eager() ? L * 10 : L * kAct);
+  const int64_t kept = L * lb.kept();
+  lg.mem_transient = Bytes(tiles > 1 ? ceil_div(L, tiles) * (lb.kept() + lb.backward_extra + lb.reserved_extra)
+                                     : L * (lb.backward_extra + lb.reserved_extra));
   OpId x = b_.add(lg, {cur, weights});
-  b_.memory(x, MemKind::kHead, Bytes(0), Bytes(T_ * v_ * (kAct + 4)));
+  if (tiles == 1) b_.memory(x, MemKind::kHead, Bytes(0), Bytes(kept));
   const OpId dg = matmul("unembedding dgrad", -1, Pass::kBackward, T_, h_, v_, {x}, vocab_model_, 1, Operands::kWeights,
                          Precision::kHigh);
   wgrad = matmul("unembedding wgrad", -1, Pass::kBackward, h_, v_, T_, {x}, vocab_model_, 1, Operands::kWeightGrad,
                  Precision::kHigh);
+  if (tiles > 1) {
+    // Chunk by chunk: one chunk's logit gradients beside the hidden states.
+    for (const OpId g : {dg, wgrad}) b_.op(g).mem_transient = Bytes(T_ * h_ * kAct + ceil_div(L, tiles) * kAct);
+  }
   x = column_parallel_grad("head grad all-reduce", -1, dg, wgrad);
-  x = b_.add(norm_op("final norm", -1, Pass::kBackward), {x, wgrad});
+  x = b_.add(norm_op("final norm", -1, Pass::kBackward, head_eager()), {x, wgrad});
   b_.memory(x, MemKind::kHead, Bytes(0), Bytes(2 * Ts_ * h_ * kAct));
   return x;
 }

@@ -33,6 +33,11 @@ inline constexpr uint8_t kExpertDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(Mesh
 inline constexpr uint8_t kEpAxis = axis_bit(MeshAxis::kEp);
 inline constexpr StreamId kEpS = TrainStreams::kEp;
 inline constexpr int64_t kAct = 2;  // activation bytes (bf16)
+/// Bytes per element live while an elementwise op runs: a fused kernel
+/// holds its inputs and outputs; an unfused chain of them (PyTorch eager)
+/// frees each temporary as the next kernel consumes it, so at most the bf16
+/// input, its fp32 copy, one fp32 temporary and the bf16 output are live.
+inline constexpr int64_t kEagerLiveBytes = 2 + 4 + 4 + 2;
 inline constexpr OpId kNone = kNoOp;
 
 /// A layer's per-device shapes under a plan: tokens of this device's
@@ -208,7 +213,7 @@ class StageLowering {
     o.flops = Flops(flops_per_elem * static_cast<double>(elems));
     o.bytes_read = Bytes(read_b);
     o.bytes_written = Bytes(write_b);
-    o.mem_transient = Bytes(read_b + write_b);
+    o.mem_transient = Bytes(std::min(read_b + write_b, kEagerLiveBytes * elems));
     return b_.add(o, deps);
   }
 
@@ -344,7 +349,11 @@ class StageLowering {
   //   the loss: logits.float(), log_softmax (max, exp-sum, output) forward
   //     read 14, write 8 per logit; backward read 12, write 10 (fused: 2, 0 and 2, 2).
   bool eager() const { return !p_.compile; }
-  Op norm_op(std::string_view name, int32_t layer, Pass pass) {
+  /// torchtitan compiles the transformer blocks only: the final norm and
+  /// the loss run eager under torch.compile too.
+  bool head_eager() const { return eager() || p_.loss_kernel == Plan::LossKernel::kTorch; }
+  Op norm_op(std::string_view name, int32_t layer, Pass pass) { return norm_op(name, layer, pass, eager()); }
+  Op norm_op(std::string_view name, int32_t layer, Pass pass, bool eager_kernels) {
     Op o = base(name, layer, pass, kC);
     o.compute = ComputeKind::kNorm;
     o.m = Ts_;
@@ -353,9 +362,9 @@ class StageLowering {
     const int64_t e = Ts_ * h_;
     o.flops = Flops(5.0 * static_cast<double>(e));
     const bool back = pass == Pass::kBackward;
-    o.bytes_read = Bytes(e * (eager() ? (back ? 44 : 20) : (back ? 4 : 2)));
-    o.bytes_written = Bytes(e * (eager() ? (back ? 28 : 16) : 2));
-    o.mem_transient = o.bytes_read + o.bytes_written;
+    o.bytes_read = Bytes(e * (eager_kernels ? (back ? 44 : 20) : (back ? 4 : 2)));
+    o.bytes_written = Bytes(e * (eager_kernels ? (back ? 28 : 16) : 2));
+    o.mem_transient = Bytes(std::min(o.bytes_read.value() + o.bytes_written.value(), kEagerLiveBytes * e));
     return o;
   }
   OpId rope_op(int32_t layer, Pass pass, const std::vector<OpId>& deps) {

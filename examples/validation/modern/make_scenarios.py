@@ -430,6 +430,17 @@ def assumptions_text(knobs, extra):
     return text
 
 
+H100_HBM_BYTES = 85520809984  # presets/chips/h100-sxm.json hbm_bytes (81559 MiB)
+
+
+def jax_pool(fraction, cite):
+    """JAX preallocates XLA_PYTHON_CLIENT_MEM_FRACTION of the GPU's memory as its pool: the rest (CUDA context,
+    NCCL, cuDNN workspaces) is outside what the step can use, so shardsim reserves it."""
+    return K(int(round((1 - fraction) * H100_HBM_BYTES)),
+             f"{cite} (XLA_PYTHON_CLIENT_MEM_FRACTION={fraction}: the pool is {fraction} of the GPU's memory, "
+             "https://docs.jax.dev/en/latest/gpu_memory_allocation.html)")
+
+
 def apply_knobs(plan, knobs):
     for field, k in knobs.items():
         if field.startswith("_"):
@@ -1344,6 +1355,7 @@ def build_dgxc_maxtext(row):
                                     "qkv_proj=device has no effect)")
     knobs["fsdp_prefetch"] = K(True, dg(c, cfg, "96-121") + " (pipelined all-gather + while-loop double buffering "
                                "+ latency-hiding scheduler: layer i+1's all-gather overlaps layer i)")
+    knobs["memory_reserved_bytes"] = jax_pool(0.94, dg(c, cfg, "40"))
     if "quant" in t:
         knobs["matmul_dtype"] = K("fp8", dg(c, cfg, f"{t['quant'][0]},{t['quant'][1]}") + " (quantization=fp8: flax "
                                   f"Fp8DotGeneralOp, {mx('02a8f5c19', 'MaxText/layers/quantizations.py', '192-200')})")
@@ -1406,6 +1418,8 @@ def build_dgxc_paxml(row):
                            "notes/jax.md section 4.5)")
     knobs["fsdp_prefetch"] = K(True, dg(c, cfg, 27) + " (async + pipelined all-gather with the latency-hiding "
                                "scheduler; while_loop_double_buffering=false)", note="")
+    knobs["memory_reserved_bytes"] = jax_pool(0.94 if row["model"] == "gpt3_175b" and not fp8 else 0.9,
+                                              dg(c, cfg, "50-71"))
     if fp8:
         knobs["matmul_dtype"] = K("fp8", dg(c, cfg, "42-44") + " (ENABLE_FP8=1: TE fp8_autocast)")
         knobs["fp8_recipe"] = K("delayed", "JAX-Toolbox@dbac0a72 patches/paxml/PR-46.patch te_helper.py "
@@ -1441,6 +1455,7 @@ def build_maxtext_a3(row):
                            f"attention context kept, {mx(c, 'MaxText/layers/models.py', '255-261')})")
     knobs["fsdp_prefetch"] = K(True, f"{script} (pipelined all-gather, while-loop double buffering, latency-hiding "
                                "scheduler)")
+    knobs["memory_reserved_bytes"] = jax_pool(0.85, script)
     apply_knobs(plan, knobs)
     N = 6_738_415_616
     tflop = maxtext_apr2024_tflop_per_device(N, 4096, 4, 32, 32, 128)
@@ -1552,8 +1567,7 @@ def v6e_model(row, c):
                      f"{mx(c, 'src/MaxText/configs/models/gemma3-12b.yml')}; {mx(c, 'src/MaxText/layers/gemma3.py', '37-60,125')}: "
                      "48 layers, hidden 3840, 16 heads of dim 256 (Q width 4096), 8 KV heads, GeGLU FFN 15360, "
                      "vocab 262144 tied, RMSNorm with pre+post attention/FFW norms (post norms not modelled), "
-                     "QK-norm, 5 local layers (sliding window 1024) : 1 global; num_vocab_tiling 16 (LM head in 16 "
-                     "chunks, recomputed in backward) not modelled", mlp="geglu", tied=True, head_dim=256,
+                     "QK-norm, 5 local layers (sliding window 1024) : 1 global", mlp="geglu", tied=True, head_dim=256,
                      attention_window=1024, global_every=6, qk_norm=True)
     raise KeyError(m)
 
@@ -1574,6 +1588,10 @@ def build_v6e(row):
             knobs["recompute_keep"] = K(keep, cfgcite + " (decoder_layer_input 'device'; every other tensor 'remat')")
         if offload:
             knobs["recompute_offload"] = K(offload, cfgcite + " (tensors set to 'offload'; the rest 'remat')")
+    if row["model"] == "gemma3_12b":
+        knobs["vocab_tiling"] = K(16, cfgcite + " (num_vocab_tiling: 16; the loss and LM head in 16 chunks, each "
+                                  "chunk's logits recomputed in the backward: " +
+                                  mx(c, "src/MaxText/maxtext_utils.py", "1736-1790") + ")")
     if row["id"] in ("r0573", "r0574"):
         knobs["fsdp_shard_size"] = K(256, cfgcite + " (ici_fsdp_transpose_parallelism -1 = 256 within a slice; "
                                      "dcn_data_parallelism -1 = the slices: data parallel across them)")
@@ -1909,6 +1927,8 @@ def build_automodel(row):
             K(not fsdpopt, "enable_fsdp_optimizations " + ("true: no gradient reduce-scatter or reshard until the "
                                                            "last micro-step" if fsdpopt else "false") +
               f" ({AM}:nemo_automodel/components/moe/fsdp_mixin.py)", "recipe" if fsdpopt else "default")),
+        "loss_kernel": K("torch_bf16", f"{yc} (loss_fn: MaskedCrossEntropy with fp32_upcast: false, "
+                         "torch.nn.functional.cross_entropy on the bf16 logits)"),
         "compile": K(True, f"{AM}:nemo_automodel/components/moe/utils.py:28-37 (BackendConfig: attention, linear and "
                      "RMSNorm from Transformer Engine, fused kernels)", "default"),
         "attention_kernel": K("flash2" if name.startswith("gpt_oss") else "cudnn",
@@ -2053,6 +2073,31 @@ def megatron_attention_kernel(row, sc):
     sc["published"]["assumptions"] += " " + note + "."
 
 
+# The loss kernel of each Megatron-Core family (notes/megatron.md,
+# cross_entropy_loss_fusion and cross_entropy_fusion_impl of each family):
+# Transformer Engine's kernel where the recipe asks for it ("te"); otherwise
+# Megatron's VocabParallelCrossEntropy, whose fused "native" form (NeMo 2.0's
+# default, a torch.compile'd version of the same ops) keeps the same fp32
+# softmax. Keys: the first and last row of each family.
+LOSS_TE = [
+    (("r0456", "r0485"), "NVIDIA/NeMo@7a8f1cc7bc (and b4148d2169, 6f2c6fdaff):scripts/performance/utils.py "
+                         "(cross_entropy_fusion_impl 'te')"),
+]
+
+
+def megatron_loss_kernel(row, sc):
+    """Sets plan.loss_kernel of a Megatron-Core row and says where it comes from."""
+    if sc["plan"].get("framework") != "megatron-core":
+        return
+    kernel, cite = "megatron", ("Megatron-Core's VocabParallelCrossEntropy, fused or not: the recipe does not ask "
+                                "for cross_entropy_fusion_impl 'te'")
+    for (first, last), c in LOSS_TE:
+        if first <= row["id"] <= last:
+            kernel, cite = "te", c
+    sc["plan"]["loss_kernel"] = kernel
+    sc["published"]["assumptions"] += f" loss kernel {kernel} ({cite})."
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", default=DEFAULT_RUNS, help="path of shared/reference/modern_runs.json")
@@ -2076,6 +2121,7 @@ def main():
         else:
             sc = builder(row)(row)
             megatron_attention_kernel(row, sc)
+            megatron_loss_kernel(row, sc)
             entry["chip"] = sc["cluster"]["chip"]
             name = (f"{row['id']}-{slug(row['model'])}-{CHIP_SLUG[row['hardware']['chip']]}x"
                     f"{row['hardware']['count']}-{precision_slug(row, sc['plan'])}.json")

@@ -24,6 +24,9 @@ struct MemoryReport {
   int64_t peak_bytes_per_device = 0;
   int64_t capacity_bytes = 0;
   bool fits = true;
+  /// Where the peak falls: "stage S: op (pass, layer L, microbatch M)" from
+  /// the lowered program; empty for the analytic estimate.
+  std::string peak_at;
   struct Component {
     std::string name;
     int64_t bytes = 0;

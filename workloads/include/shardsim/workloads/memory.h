@@ -27,6 +27,7 @@ struct ProgramMemory {
   int64_t gathered_params = 0;  ///< FSDP units gathered
   int64_t working_set = 0;      ///< of the op running at the peak, and what a recomputation holds
   int64_t max_activations = 0;  ///< the most layer activations held at any point
+  OpId peak_op = 0;             ///< the op running at the peak
 };
 ProgramMemory walk_program_memory(const Program& program);
 /// Weights, KV cache, activations and logits of an inference step (see

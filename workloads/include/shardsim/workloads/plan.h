@@ -111,6 +111,19 @@ struct Plan {
   /// attention (PyTorch's allgather rotation), or all-to-alls that trade
   /// sequence for heads (a2a, Ulysses).
   enum class CpComm : uint8_t { kP2p, kAllGather, kAllToAll } cp_comm = CpComm::kP2p;
+  /// How the loss runs, which decides what the head holds per logit of the
+  /// device's vocabulary shard (loss_memory.h gives the bytes; docs/model.md
+  /// "The head's memory"): megatron (Megatron-Core's VocabParallelCrossEntropy,
+  /// fused or not: fp32 softmax kept), te (Transformer Engine's in-place
+  /// Triton kernel: the bf16 logits kept), torch (torch.nn.functional.cross_entropy
+  /// on logits.float(), eager: torchtitan), torch_bf16 (the same on bf16
+  /// logits, kept referenced: NeMo AutoModel), xla (fused by XLA: the fp32
+  /// logits kept: MaxText).
+  enum class LossKernel : uint8_t { kMegatron, kTe, kTorch, kTorchBf16, kXla } loss_kernel = LossKernel::kMegatron;
+  /// The head and the loss run over the tokens in this many chunks, each
+  /// chunk's logits recomputed in the backward (MaxText's num_vocab_tiling):
+  /// only one chunk's logits are ever live, for one more head GEMM.
+  int64_t vocab_tiling = 1;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaving)
   /// Layers of each model chunk in pipeline order (pp·virtual_stages
@@ -148,6 +161,16 @@ struct Plan {
   /// reduce-scatters in grad_bucket_bytes pieces (DeepSpeed ZeRO-3's prefetch
   /// and reduce buckets); 0: one collective per unit (PyTorch FSDP).
   int64_t fsdp_bucket_params = 0;
+  /// FSDP (zero 3) holds the sharded parameters in master_weights_dtype and
+  /// casts them to bf16 as it gathers them (PyTorch FSDP2's mixed precision,
+  /// MaxText's weight_dtype): the shards are the master copy and gradients
+  /// come back in that dtype. false: a bf16 shard beside the master copy
+  /// (DeepSpeed ZeRO-3).
+  bool fsdp_params_are_master = false;
+  /// Transformer Engine keeps each linear layer's fp8 weight and its
+  /// transpose across steps when bf16 weights run fp8 GEMMs (Megatron-Core
+  /// passes is_first_microbatch): 2 bytes per linear parameter.
+  bool fp8_weight_cache = false;
   /// Precision of the optimizer copies, fp32 by default (Micikevicius et al.
   /// 2018, mixed precision): master weights and the two Adam moments.
   DType master_weights_dtype = DType::kFp32;

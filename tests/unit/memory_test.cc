@@ -1,0 +1,137 @@
+// Memory of a training step from its lowered program, against closed forms:
+// what the head and the loss hold per logit for each stack's loss kernel,
+// vocabulary tiling, the resident bytes per parameter of FSDP over master
+// shards, Transformer Engine's fp8 weight cache and the memory report's
+// peak location.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/memory.h"
+#include "shardsim/workloads/model.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+int64_t component(const MemoryReport& r, std::string_view name) {
+  for (const auto& c : r.components) {
+    if (c.name == name) return c.bytes;
+  }
+  ADD_FAILURE() << "no memory component " << name;
+  return -1;
+}
+
+MemoryReport walked(const Scenario& s) {
+  return training_memory(s, lower_training_step(s));
+}
+
+// Llama 3 8B, one 8192-token sequence per device, every layer recomputed:
+// the 128K vocabulary's logits (1.05e9 per device) dwarf everything else, so
+// the step's peak is the loss's backward.
+constexpr const char* kBigVocab = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+    "plan": {"dp": 64, "zero": 3, "global_batch": 64, "seq_len": 8192, "recompute": "full"}})";
+
+struct LossCase {
+  const char* kernel;
+  int64_t kept;          ///< bytes per logit kept from the loss's forward to its backward
+  int64_t backward_top;  ///< bytes per logit beyond those while its backward runs (allocator included)
+};
+
+class HeadMemory : public ::testing::TestWithParam<LossCase> {};
+
+// At the loss's backward the head holds L·kept (plus the final norm's input
+// and output, 2·T·h bf16) and the op holds L·backward_top on top.
+TEST_P(HeadMemory, PeakIsTheLossBackwardAtItsBytesPerLogit) {
+  const LossCase c = GetParam();
+  const Scenario s = testing::scenario(kBigVocab, {{"plan.loss_kernel", std::string("\"") + c.kernel + "\""}});
+  const int64_t T = 8192, h = 4096, L = T * padded_vocab(s.model, 1);
+  const MemoryReport r = walked(s);
+  EXPECT_NE(r.peak_at.find("cross-entropy (bwd"), std::string::npos) << r.peak_at;
+  EXPECT_EQ(component(r, "logits"), L * c.kept + 2 * T * h * 2);
+  EXPECT_EQ(component(r, "working_set"), L * c.backward_top);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, HeadMemory,
+                         ::testing::Values(LossCase{"megatron", 4, 2},   // fp32 softmax; bf16 gradient cast
+                                           LossCase{"torch", 4, 8 + 2},  // two fp32 gradients; allocator's 2
+                                           LossCase{"torch_bf16", 2 + 2, 4}, LossCase{"xla", 4, 2}),
+                         [](const auto& info) { return std::string(info.param.kernel); });
+
+// Transformer Engine's kernel keeps only the bf16 logits, which hold the
+// gradient: the peak moves off the loss.
+TEST(HeadMemory, TeKernelKeepsTheBf16LogitsOnly) {
+  const Scenario te = testing::scenario(kBigVocab, {{"plan.loss_kernel", "\"te\""}});
+  const Scenario megatron = testing::scenario(kBigVocab, {{"plan.loss_kernel", "\"megatron\""}});
+  const int64_t L = int64_t{8192} * padded_vocab(te.model, 1);
+  const MemoryReport r = walked(te);
+  EXPECT_LE(r.peak_bytes_per_device, walked(megatron).peak_bytes_per_device - 2 * L);
+}
+
+// Vocabulary tiling: no logits are kept, one chunk is live at a time, and the
+// backward recomputes the head GEMM once more.
+TEST(HeadMemory, VocabTilingKeepsOneChunkAndRecomputesTheHead) {
+  const Scenario whole = testing::scenario(kBigVocab, {{"plan.loss_kernel", "\"xla\""}});
+  const Scenario tiled = testing::scenario(kBigVocab, {{"plan.loss_kernel", "\"xla\""}, {"plan.vocab_tiling", "16"}});
+  const int64_t T = 8192, h = 4096, L = T * padded_vocab(whole.model, 1);
+  EXPECT_EQ(component(training_memory(tiled), "logits"), 2 * T * h * 2);  // the final norm's tensors only
+  EXPECT_LT(walked(tiled).peak_bytes_per_device, walked(whole).peak_bytes_per_device - 3 * L);
+  auto head_flops = [](const Scenario& s) {
+    const ProgramSet ps = lower_training_step(s);
+    const Program& p = ps.stages[0];
+    double f = 0;
+    for (const Op& o : p.ops()) {
+      if (p.name(o).starts_with("unembedding")) f += o.flops.value();
+    }
+    return f;
+  };
+  // Forward, dgrad, wgrad: 3·2·T·V·h; tiled: one more forward.
+  EXPECT_NEAR(head_flops(tiled) / head_flops(whole), 4.0 / 3.0, 1e-9);
+}
+
+// FSDP over master-dtype shards (PyTorch FSDP2, MaxText): 4 (fp32 shard) + 4
+// (fp32 gradient) + 8 (Adam) = 16 bytes per parameter over the shards, no
+// bf16 copy; DeepSpeed-style ZeRO-3 keeps a bf16 shard too (18).
+TEST(ResidentMemory, FsdpMasterShardsHoldSixteenBytesPerParameter) {
+  const Scenario s = testing::scenario(kBigVocab);
+  const int64_t n = count_params(s.model).total();
+  auto resident = [&](const char* master) {
+    const MemoryReport r = training_memory(testing::scenario(kBigVocab, {{"plan.fsdp_params_are_master", master}}));
+    return component(r, "weights") + component(r, "gradients") + component(r, "optimizer_state");
+  };
+  EXPECT_NEAR(static_cast<double>(resident("true")), 16.0 * static_cast<double>(n) / 64, 1e-3 * n / 64);
+  EXPECT_NEAR(static_cast<double>(resident("false")), 18.0 * static_cast<double>(n) / 64, 1e-3 * n / 64);
+  // NeMo AutoModel: bf16 parameters, bf16 Adam moments, gradients cast back
+  // to bf16: 8 bytes per parameter.
+  const MemoryReport bf16 = training_memory(testing::scenario(kBigVocab, {{"plan.fsdp_params_are_master", "true"},
+                                                                          {"plan.master_weights_dtype", "\"bf16\""},
+                                                                          {"plan.optimizer_state_dtype", "\"bf16\""}}));
+  EXPECT_NEAR(static_cast<double>(component(bf16, "weights") + component(bf16, "gradients") +
+                                  component(bf16, "optimizer_state")),
+              8.0 * static_cast<double>(n) / 64, 1e-3 * n / 64);
+}
+
+// Transformer Engine's cached fp8 weights: 2 bytes per layer parameter, only
+// for fp8 GEMMs over bf16 weights.
+TEST(ResidentMemory, Fp8WeightCacheIsTwoBytesPerLayerParameter) {
+  const char* base = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"framework": "megatron-core", "dp": 8, "tp": 8, "global_batch": 8, "seq_len": 8192,
+               "matmul_dtype": "fp8"}})";
+  const Scenario s = testing::scenario(base);
+  const int64_t layer = device_params(s.model, 8, 1, 8192).dense_layer;
+  EXPECT_EQ(component(training_memory(s), "fp8_weight_cache"), 2 * 32 * layer);
+  EXPECT_EQ(
+      component(training_memory(testing::scenario(base, {{"plan.fp8_param_gather", "true"}})), "fp8_weight_cache"), 0);
+  EXPECT_EQ(
+      component(training_memory(testing::scenario(base, {{"plan.matmul_dtype", "\"bf16\""}})), "fp8_weight_cache"), 0);
+}
+
+TEST(LossKernel, BadNamesAreRejected) {
+  EXPECT_THROW(testing::scenario(kBigVocab, {{"plan.loss_kernel", "\"fused\""}}), std::exception);
+  EXPECT_THROW(testing::scenario(kBigVocab, {{"plan.vocab_tiling", "0"}}), std::exception);
+}
+
+}  // namespace
+}  // namespace shardsim

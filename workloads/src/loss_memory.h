@@ -1,0 +1,58 @@
+// What the loss holds per logit, for each stack's loss kernel: shared by the
+// lowering (memory events of the head) and the analytic memory estimate.
+// Bytes are read from each stack's code (docs/model.md, "The head's memory").
+#pragma once
+
+#include <cstdint>
+
+#include "shardsim/workloads/plan.h"
+
+namespace shardsim::detail {
+
+/// Bytes per logit of the device's vocabulary shard.
+struct LossBytes {
+  int64_t logits = 2;          ///< the head GEMM's output (bf16, or fp32 where it is cast)
+  bool logits_kept = false;    ///< the logits stay alive until the loss's backward
+  int64_t saved = 4;           ///< what the loss itself saves for its backward
+  int64_t forward_extra = 0;   ///< live while its forward runs, beyond the logits and `saved`
+  int64_t backward_extra = 2;  ///< live while its backward runs, beyond what was kept
+  /// PyTorch's caching allocator: bytes it holds beyond those allocated at
+  /// the backward's peak, because a gradient finds no freed block of the
+  /// forward large enough (replaying the tensors in order, first fit, one
+  /// growing segment: expandable_segments).
+  int64_t reserved_extra = 0;
+  int64_t kept() const { return (logits_kept ? logits : 0) + saved; }
+};
+
+inline LossBytes loss_bytes(Plan::LossKernel k) {
+  switch (k) {
+    case Plan::LossKernel::kMegatron:
+      // logits.float() softmaxed in place and saved (fp32); the bf16
+      // logits die when the model's forward returns. The backward writes
+      // the gradient into the saved softmax and casts it to bf16.
+      return {2, false, 4, 0, 2};
+    case Plan::LossKernel::kTe:
+      // The gradient is computed in the forward, in place in the bf16
+      // logits, which are all the loss keeps.
+      return {2, true, 0, 0, 0};
+    case Plan::LossKernel::kTorch:
+      // Forward: the fp32 copy beside the bf16 logits, then the saved fp32
+      // log-softmax (the logits are deleted before the backward). Backward:
+      // NllLossBackward's and LogSoftmaxBackward's fp32 gradients. Replayed:
+      // [logits 2][copy 4][log-softmax 4]; the logits and the copy are freed
+      // (6 contiguous); the nll gradient (4) takes their place, the
+      // log-softmax gradient (4) finds 2 free and grows the segment: 14
+      // reserved for 12 allocated.
+      return {2, false, 4, 4, 4 + 4, 2};
+    case Plan::LossKernel::kTorchBf16:
+      // The same in bf16 without the copy; the recipe keeps the model's
+      // output (the logits) referenced through the backward.
+      return {2, true, 2, 0, 2 + 2};
+    case Plan::LossKernel::kXla:
+      // The fp32 logits are the residual; the backward fusion writes bf16.
+      return {4, true, 0, 0, 2};
+  }
+  return {};
+}
+
+}  // namespace shardsim::detail
