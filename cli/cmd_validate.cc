@@ -1,22 +1,28 @@
-// `shardsim validate DIR [--json] [--check] [--threads N]`: simulate every
-// scenario under DIR that carries published figures and print predicted
-// against published (cli/validation.h does the work).
+// `shardsim validate DIR [--json] [--check] [--split S] [--threads N]
+// [--record FILE] [--against FILE]`: simulate every scenario under DIR that
+// carries published figures and print predicted against published
+// (cli/validation.h does the work; cli/accuracy_record.h the record and the
+// check against it).
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "accuracy_record.h"
 #include "args.h"
 #include "commands.h"
+#include "shardsim/core/error.h"
 #include "validation.h"
 
 namespace shardsim::cli {
 
 int cmd_validate(const std::vector<std::string>& args) {
-  std::string dir, split;
+  std::string dir, split, record, against;
   bool json = false, check = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (size_t i = 0; i < args.size(); ++i) {
@@ -31,6 +37,9 @@ int cmd_validate(const std::vector<std::string>& args) {
       if (split != "held_out" && split != "development" && split != "in_sample") {
         throw UsageError("validate: --split expects held_out, development or in_sample, got " + split);
       }
+    } else if (a == "--record" || a == "--against") {
+      if (i + 1 >= args.size()) throw UsageError("validate: " + a + " needs a file");
+      (a == "--record" ? record : against) = args[++i];
     } else if (a == "--threads") {
       if (i + 1 >= args.size()) throw UsageError("validate: --threads needs a count");
       threads = static_cast<int>(parse_int("--threads", args[++i], 1, 256));
@@ -43,6 +52,18 @@ int cmd_validate(const std::vector<std::string>& args) {
     }
   }
   if (dir.empty()) throw UsageError("validate: expected a directory of scenarios");
+  if (!split.empty() && (!record.empty() || !against.empty())) {
+    throw UsageError("validate: --record and --against cover every row; drop --split");
+  }
+  // Read the record before simulating: a missing file fails at once.
+  std::string against_text;
+  if (!against.empty()) {
+    std::ifstream in(against, std::ios::binary);
+    if (!in) throw InputError(against, "", "cannot read the accuracy record");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    against_text = ss.str();
+  }
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) throw UsageError("validate: " + dir + " is not a directory");
   // A progress line on a terminal only; silent on pipes and in CI.
@@ -61,6 +82,26 @@ int cmd_validate(const std::vector<std::string>& args) {
     return 0;
   }
   std::fputs((json ? validation_json(rep) : validation_table(rep)).c_str(), stdout);
+  if (!record.empty()) {
+    // Written whole to a temporary, then renamed: never half a record.
+    const std::string tmp = record + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out) throw InputError(record, "", "cannot write the accuracy record");
+      out << accuracy_record_json(rep);
+      if (!out) throw InputError(record, "", "cannot write the accuracy record");
+    }
+    std::filesystem::rename(tmp, record);
+    std::fprintf(stderr, "accuracy record written to %s\n", record.c_str());
+  }
+  if (!against.empty()) {
+    const AccuracyCheck c = check_accuracy(rep, against_text, against);
+    for (const auto& s : c.improvements) std::fprintf(stderr, "better than the record: %s\n", s.c_str());
+    for (const auto& s : c.regressions) std::fprintf(stderr, "WORSE than the record: %s\n", s.c_str());
+    std::fprintf(stderr, "accuracy against %s: %s (%zu worse, %zu better)\n", against.c_str(),
+                 c.passed() ? "held" : "FAILED", c.regressions.size(), c.improvements.size());
+    if (!c.passed()) return 1;
+  }
   return 0;
 }
 

@@ -83,11 +83,23 @@ Usage:
       same seed gives the same output. --trace writes each replica's
       iterations and KV use as a Chrome trace.
 
-  shardsim validate DIR [--json]
-      Simulate every scenario in DIR that has a "published" object and print
-      predicted against published figures, each row's error and the mean
-      (examples/validation holds the published runs of Megatron-LM and
-      Korthikanti et al.).
+  shardsim validate DIR [--json] [--check] [--split S] [--threads N]
+                        [--record FILE] [--against FILE]
+      Simulate every scenario under DIR (recursively) that has a "published"
+      object and print predicted against published figures: each row's
+      error, and the mean and max |error| by split (in_sample, development,
+      held_out), framework, chip and source; peak-memory rows; published
+      runs judged out of memory; rows listed as not expressible in a
+      manifest.json. examples/validation holds the 2021-22 Megatron-LM and
+      Korthikanti runs (in sample) and, in modern/, 367 runs of today's
+      stacks with their development / held-out split (docs/validation.md).
+      --check           load and check every scenario, simulate nothing
+      --split S         simulate only rows of that split
+      --threads N       scenarios simulated at once (default: all cores)
+      --record FILE     write the accuracy record: every row's |error| and
+                        the groups' statistics, with tolerances
+      --against FILE    compare with a record; exit 1 if any row or group got
+                        worse beyond its tolerance (CTest runs this)
 
   shardsim run SCENARIO [--backend cpu|cuda] [--ranks N] [--steps K]
                [--warmup K] [--verify] [--trace FILE] [--json]

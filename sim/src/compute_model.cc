@@ -76,11 +76,13 @@ FlopsPerSec peak_for(DType d, const ChipSpec& chip) {
   return chip.bf16_peak;
 }
 
-ChipSpec chip_beside_communication(const ChipSpec& chip) {
+ChipSpec chip_beside_communication(const ChipSpec& chip, int sms) {
   ChipSpec c = chip;
-  if (chip.comm_compute_units <= 0 || chip.comm_compute_units >= chip.compute_units) return c;
-  const double left = static_cast<double>(chip.compute_units - chip.comm_compute_units) / chip.compute_units;
-  c.compute_units = chip.compute_units - chip.comm_compute_units;
+  const int held =
+      std::min(sms > 0 && chip.comm_compute_units > 0 ? sms : chip.comm_compute_units, chip.compute_units - 1);
+  if (held <= 0) return c;
+  const double left = static_cast<double>(chip.compute_units - held) / chip.compute_units;
+  c.compute_units = chip.compute_units - held;
   c.bf16_peak = chip.bf16_peak * left;
   c.fp8_peak = chip.fp8_peak * left;
   return c;

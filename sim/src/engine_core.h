@@ -68,7 +68,16 @@ struct DeviceClock {
   SimTime end;
   SimTime compute_start;  // of the compute op running now
   int comm_active = 0;
-  int sm_comm_active = 0;  ///< of which hold SMs (compute beside them slows)
+  int sm_comm_active = 0;  ///< of which hold the chip's comm_compute_units SMs
+  int sm_few_active = 0;   ///< of which hold fewer (Op::sms; compute beside them slows less)
+  /// The rate compute runs at now: 0 alone, 1 beside communication that
+  /// holds a few SMs, 2 beside communication that holds the usual count.
+  uint8_t level() const { return sm_comm_active > 0 ? 2 : sm_few_active > 0 ? 1 : 0; }
+  /// A communication op starts (+1) or ends (-1).
+  void hold_sms(const Op& o, int delta) {
+    if (!o.holds_sms) return;
+    (o.sms > 0 ? sm_few_active : sm_comm_active) += delta;
+  }
   bool computing = false;
   /// Compute ops running now (usually one; one per compute stream): when
   /// each ends at the rate it runs at now, and whether that rate is the
@@ -76,7 +85,7 @@ struct DeviceClock {
   struct Running {
     OpId op;
     SimTime end;
-    bool beside;
+    uint8_t level;  ///< DeviceClock::level() when it last changed rate
   };
   std::vector<Running> running;
   void advance(SimTime now) {
@@ -130,13 +139,23 @@ class EngineCore {
     uint64_t slots = 0;
     // Compute that starts while a collective or transfer of its device is in
     // flight runs on the SMs communication leaves (compute_model.h).
+    // Kernels that hold a few SMs on purpose (Op::sms) leave more: one such
+    // count per step (the largest, should programs name several).
+    int few = 0;
+    for (const Program& p : ps.stages) {
+      for (const Op& o : p.ops()) {
+        if (o.kind != OpKind::kCompute && o.holds_sms) few = std::max(few, static_cast<int>(o.sms));
+      }
+    }
     const ChipSpec beside = chip_beside_communication(chip);
+    const ChipSpec beside_few = chip_beside_communication(chip, few);
     const bool contended = opt.calibration == nullptr && beside.compute_units != chip.compute_units;
     for (const Program& p : ps.stages) {
       ProgramInfo info;
       const size_t n = p.size();
       info.duration.resize(n);
       if (contended) info.beside_comm.resize(n);
+      if (contended && few > 0) info.beside_few.resize(n);
       info.dep_count.resize(n);
       info.coll_slot.assign(n, 0);
       for (OpId i = 0; i < n; ++i) {
@@ -147,6 +166,7 @@ class EngineCore {
           info.duration[i] =
               opt.calibration != nullptr ? calibrated_compute_time(o, chip, *opt.calibration) : compute_time(o, chip);
           if (contended) info.beside_comm[i] = compute_time(o, beside);
+          if (!info.beside_few.empty()) info.beside_few[i] = compute_time(o, beside_few);
         }
         if (o.kind == OpKind::kCollective) {
           SHARDSIM_ASSERT(!(o.axes & axis_bit(MeshAxis::kPp)), "collectives stay inside a pipeline stage");
@@ -255,6 +275,12 @@ class EngineCore {
   struct ProgramInfo {
     std::vector<SimTime> duration;
     std::vector<SimTime> beside_comm;  ///< duration beside communication; empty: no contention
+    std::vector<SimTime> beside_few;   ///< beside communication holding Op::sms SMs; empty: none does
+    /// The duration of op at a DeviceClock::level().
+    SimTime at(OpId op, uint8_t level) const {
+      if (level == 2 || (level == 1 && beside_few.empty())) return beside_comm[op];
+      return level == 1 ? beside_few[op] : duration[op];
+    }
     std::vector<uint16_t> dep_count;
     std::vector<uint64_t> coll_slot;
   };
@@ -303,12 +329,12 @@ class EngineCore {
     DeviceClock& c = clocks_[d];
     if (c.running.empty() || !active_[d]) return;
     const ProgramInfo& info = info_[stage_of_[d]];
-    const bool beside = c.sm_comm_active > 0;
+    const uint8_t level = c.level();
     for (DeviceClock::Running& r : c.running) {
-      if (beside == r.beside) continue;
-      const double from = static_cast<double>((r.beside ? info.beside_comm : info.duration)[r.op].ps());
-      const double to = static_cast<double>((beside ? info.beside_comm : info.duration)[r.op].ps());
-      r.beside = beside;
+      if (level == r.level) continue;
+      const double from = static_cast<double>(info.at(r.op, r.level).ps());
+      const double to = static_cast<double>(info.at(r.op, level).ps());
+      r.level = level;
       if (from <= 0) continue;
       const double left = static_cast<double>((r.end - now_).ps());
       const SimTime end = now_ + SimTime::from_ps(static_cast<int64_t>(std::llround(left * to / from)));
@@ -347,9 +373,9 @@ class EngineCore {
         c.computing = true;
         c.compute_start = now_;
         const ProgramInfo& info = info_[stage_of_[d]];
-        const bool beside = c.sm_comm_active > 0 && !info.beside_comm.empty();
-        const SimTime end = now_ + (beside ? info.beside_comm[op] : info.duration[op]);
-        if (!info.beside_comm.empty()) c.running.push_back({op, end, beside});
+        const uint8_t level = info.beside_comm.empty() ? 0 : c.level();
+        const SimTime end = now_ + info.at(op, level);
+        if (!info.beside_comm.empty()) c.running.push_back({op, end, level});
         push(end, EvType::kOpEnd, d, op);
         return;
       }
@@ -388,7 +414,7 @@ class EngineCore {
     for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
       clocks_[x].advance(now_);
       ++clocks_[x].comm_active;
-      clocks_[x].sm_comm_active += o.holds_sms ? 1 : 0;
+      clocks_[x].hold_sms(o, +1);
       retime_compute(x);
     }
     if (const auto fit = calibrated("send-recv", 2)) {
@@ -405,11 +431,11 @@ class EngineCore {
     const Transfer tr = transfers_[id];
     free_transfers_.push_back(id);
     stream_busy_[tr.src * streams_ + program(tr.src).op(tr.send_op).stream] += now_ - tr.start;
-    const bool sms = program(tr.src).op(tr.send_op).holds_sms;
+    const Op& sent = program(tr.src).op(tr.send_op);
     for (DeviceId x : {tr.src, tr.dst}) {
       clocks_[x].advance(now_);
       --clocks_[x].comm_active;
-      clocks_[x].sm_comm_active -= sms ? 1 : 0;
+      clocks_[x].hold_sms(sent, -1);
       retime_compute(x);
     }
     end_op(tr.src, tr.send_op);
@@ -454,7 +480,7 @@ class EngineCore {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
       ++c.comm_active;
-      c.sm_comm_active += o.holds_sms ? 1 : 0;
+      c.hold_sms(o, +1);
       retime_compute(m);
     }
     if (r.cached->plan.phases.empty()) {
@@ -519,12 +545,12 @@ class EngineCore {
     // end_op may launch new collectives that reuse this slot; the cached
     // plan (and its member list) outlives it.
     const CachedPlan* cached = r.cached;
-    const bool sms = program(cached->members.front()).op(op).holds_sms;
+    const Op& o = program(cached->members.front()).op(op);
     for (DeviceId m : cached->members) {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
       --c.comm_active;
-      c.sm_comm_active -= sms ? 1 : 0;
+      c.hold_sms(o, -1);
       retime_compute(m);
     }
     free_runs_.push_back(id);

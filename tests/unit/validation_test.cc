@@ -4,6 +4,8 @@
 // validate`, not asserted here.
 #include <gtest/gtest.h>
 
+#include "accuracy_record.h"
+#include "shardsim/core/error.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/scenario.h"
 #include "validation.h"
@@ -28,6 +30,74 @@ TEST(Validation, KorthikantiMemoryWithinTenPercent) {
     }
   }
   EXPECT_EQ(checked, 6);
+}
+
+// The accuracy record: a report checked against its own record holds; a
+// row or a group that got worse beyond the tolerance fails the check, one
+// that got better passes it, and a row gone or new fails it until re-recorded.
+ValidationReport report(std::vector<std::pair<std::string, double>> errors) {
+  ValidationReport r;
+  for (const auto& [name, e] : errors) {
+    ValidationRow row;
+    row.scenario = name;
+    row.metric = "step_time_s";
+    row.split = "held_out";
+    row.framework = "megatron-core";
+    row.error = e;
+    row.performance = true;
+    r.rows.push_back(row);
+    r.performance["all"].add(e);
+    r.performance["held_out / framework megatron-core"].add(e);
+  }
+  return r;
+}
+
+TEST(AccuracyRecord, ARunHoldsAgainstItsOwnRecord) {
+  const ValidationReport r = report({{"a.json", 0.05}, {"b.json", -0.10}});
+  const AccuracyCheck c = check_accuracy(r, accuracy_record_json(r), "record.json");
+  EXPECT_TRUE(c.passed());
+  EXPECT_TRUE(c.improvements.empty());
+}
+
+TEST(AccuracyRecord, AWorseRowOrMeanFailsABetterOnePasses) {
+  const std::string rec = accuracy_record_json(report({{"a.json", 0.05}, {"b.json", -0.10}}));
+  // Within the half-point row tolerance and the 0.2-point mean tolerance.
+  EXPECT_TRUE(check_accuracy(report({{"a.json", 0.053}, {"b.json", -0.10}}), rec, "r").passed());
+  // a.json loses a point: the row, the mean and the groups fail.
+  const AccuracyCheck worse = check_accuracy(report({{"a.json", 0.06}, {"b.json", -0.10}}), rec, "r");
+  EXPECT_FALSE(worse.passed());
+  EXPECT_GE(worse.regressions.size(), 2u);
+  // Sign does not matter, only |error|: -0.04 is better than +0.05.
+  const AccuracyCheck better = check_accuracy(report({{"a.json", -0.04}, {"b.json", -0.10}}), rec, "r");
+  EXPECT_TRUE(better.passed());
+  EXPECT_FALSE(better.improvements.empty());
+}
+
+TEST(AccuracyRecord, RowsGoneOrNewFailUntilReRecorded) {
+  const std::string rec = accuracy_record_json(report({{"a.json", 0.05}, {"b.json", -0.10}}));
+  EXPECT_FALSE(check_accuracy(report({{"a.json", 0.05}}), rec, "r").passed());
+  EXPECT_FALSE(check_accuracy(report({{"a.json", 0.05}, {"b.json", -0.10}, {"c.json", 0.0}}), rec, "r").passed());
+}
+
+TEST(AccuracyRecord, MoreRunsOutOfMemoryFail) {
+  ValidationReport r = report({{"a.json", 0.05}});
+  const std::string rec = accuracy_record_json(r);
+  r.out_of_memory = 1;
+  r.rows[0].fits = false;
+  const AccuracyCheck c = check_accuracy(r, rec, "r");
+  EXPECT_EQ(c.regressions.size(), 2u);  // the row no longer fits; one more run out of memory
+}
+
+TEST(AccuracyRecord, MalformedRecordsNameTheFileAndPath) {
+  const ValidationReport r = report({{"a.json", 0.05}});
+  try {
+    check_accuracy(r, R"({"tolerance": {"row_abs_error": 0.005}})", "record.json");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("record.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/tolerance/mean_abs_error"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(check_accuracy(r, "not json", "record.json"), InputError);
 }
 
 }  // namespace

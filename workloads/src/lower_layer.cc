@@ -224,6 +224,9 @@ OpId StageLowering::ub_matmul_scatter(std::string_view name, std::string_view rs
     x = matmul(name, L, pass, m / kChunks, n, k, i == 0 ? deps : std::vector<OpId>{x});
     rs = collective(CollectiveKind::kReduceScatter, kTpAxis, kTpS, rs_name, L, pass, T_ / kChunks * h_ * kAct,
                     DType::kBf16, {x});
+    // userbuffers' reduce-scatter kernels run on tp_comm_overlap_sms SMs
+    // (Megatron-Core's default 16 for the pipelined split), not NCCL's.
+    if (p_.tp_comm_overlap_sms > 0) b_.op(rs).sms = static_cast<uint16_t>(p_.tp_comm_overlap_sms);
   }
   return rs;
 }

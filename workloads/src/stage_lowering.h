@@ -80,7 +80,6 @@ class StageLowering {
     up_n_ = (m_.gated() ? 2 : 1) * f_;
     v_ = padded_vocab(m_, t_) / t_;
     vocab_model_ = static_cast<double>(m_.vocab) / static_cast<double>(padded_vocab(m_, t_));
-    w_ = dtype_bytes(p_.matmul_dtype);
     const DeviceParams params = device_params(m_, t_, p_.ep, p_.seq_len, p_.expert_tp);
     layer_params_ = params.dense_layer;
     moe_dense_params_ = params.moe_layer_replicated;
@@ -194,9 +193,12 @@ class StageLowering {
               Operands operands = Operands::kWeights, Precision precision = Precision::kLinear) {
     Op o = matmul_op(base(name, layer, pass, kC), batch, m, n, k, matmul_dtype(operands, precision));
     o.model_flops = o.flops * model_share(pass, model_fraction);
-    o.bytes_read = Bytes(batch * (m * k + k * n) * w_);
+    // Operands are read at the GEMM's own precision: a bf16 GEMM of an fp8
+    // plan (the head, the router, attention's products) reads bf16.
+    const int64_t w = dtype_bytes(o.dtype);
+    o.bytes_read = Bytes(batch * (m * k + k * n) * w);
     o.bytes_written = Bytes(batch * m * n * kAct);
-    const int64_t a = batch * m * k * w_, bmat = batch * k * n * w_, c = batch * m * n * kAct;
+    const int64_t a = batch * m * k * w, bmat = batch * k * n * w, c = batch * m * n * kAct;
     o.mem_transient = Bytes(operands == Operands::kWeights      ? a + c
                             : operands == Operands::kWeightGrad ? a + bmat
                                                                 : a + bmat + c);
@@ -523,7 +525,7 @@ class StageLowering {
   const ChunkLayout& layout_;
   const int64_t stage_;
   ProgramBuilder b_;
-  int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_, w_;
+  int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_;
   int64_t chunks_ = 1;
   int64_t cp_ = 1;
   int64_t shards_ = 1;         // data-parallel replicas of the dense parameters: dp·cp

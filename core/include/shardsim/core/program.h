@@ -94,6 +94,10 @@ struct Op {
   /// thread block per channel), slowing compute beside it; false for
   /// transfers by copy engines (Transformer Engine's ring exchange).
   bool holds_sms = true;
+  /// The SMs it holds when holds_sms: 0 for the chip's comm_compute_units
+  /// (NCCL's channels), fewer for kernels that use a few SMs on purpose
+  /// (Transformer Engine's userbuffers reduce-scatter).
+  uint16_t sms = 0;
   /// Device memory the op holds only while it runs (its working set); what
   /// outlives an op is a MemoryEvent of its program.
   Bytes mem_transient{0};

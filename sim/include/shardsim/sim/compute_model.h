@@ -31,8 +31,9 @@ SimTime compute_time(const Op& op, const ChipSpec& chip);
 /// The chip as compute sees it while a communication kernel runs beside it:
 /// comm_compute_units fewer SMs, and the peak FLOP/s of the SMs left
 /// (tiles then run in waves over fewer units). NCCL runs one thread block
-/// per channel, each on its own SM, for the whole collective.
-ChipSpec chip_beside_communication(const ChipSpec& chip);
+/// per channel, each on its own SM, for the whole collective. `sms` > 0
+/// names a different count (a kernel that holds a few SMs on purpose).
+ChipSpec chip_beside_communication(const ChipSpec& chip, int sms = 0);
 
 /// The op's time from measured rates instead of peak x efficiency: matmuls
 /// at the profile's FLOP/s for their volume m·n·k (per product), attention

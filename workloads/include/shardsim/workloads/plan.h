@@ -53,7 +53,9 @@ struct Plan {
   /// recompute "custom": the tensors kept, by name (docs/scenario.md).
   std::vector<std::string> recompute_keep;
   /// Tensors kept in host memory instead of HBM (MaxText's "offload"): they
-  /// cost no device memory and cross PCIe both ways.
+  /// cost no device memory. Their host transfers are not timed (assumed
+  /// hidden behind compute, as the offload is scheduled to be; no host-link
+  /// rate is modelled: docs/model.md, known gaps).
   std::vector<std::string> recompute_offload;
   /// The policy applies to the first recompute_layers layers of each
   /// pipeline chunk (Megatron's block method); the others keep everything.

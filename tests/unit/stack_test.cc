@@ -1,0 +1,746 @@
+// Software-stack mechanisms of the lowering, against closed forms and
+// properties: Megatron-Core's overlapped gradient reduction and parameter
+// gathers, Transformer Engine's userbuffers (tp_comm_overlap), fp8 GEMMs
+// and each recipe's quantisation kernels, context parallelism by all-gather
+// and all-to-all, the MoE dispatchers, expert tensor parallelism, per-expert
+// GEMMs and DeepEP's dedup, FSDP without per-microbatch sync, offloaded
+// activations and PyTorch eager's elementwise traffic.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardsim/core/error.h"
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/memory.h"
+#include "shardsim/workloads/model.h"
+#include "step_runner.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+Program stage0(const Scenario& s) {
+  return std::move(lower_training_step(s).stages[0]);
+}
+
+double step_time(const Scenario& s) {
+  return run_training_step(s, {}).report.step_time_s;
+}
+
+/// Ids of the ops named `name` (all layers, microbatches and passes).
+std::vector<OpId> named(const Program& p, std::string_view name) {
+  std::vector<OpId> out;
+  for (OpId i = 0; i < p.size(); ++i) {
+    if (p.name(p.op(i)) == name) out.push_back(i);
+  }
+  return out;
+}
+
+/// Ids of the ops named `name` of one layer, microbatch and pass.
+std::vector<OpId> named(const Program& p, std::string_view name, int32_t layer, int32_t mb, Pass pass) {
+  std::vector<OpId> out;
+  for (OpId i : named(p, name)) {
+    const Op& o = p.op(i);
+    if (o.layer == layer && o.microbatch == mb && o.pass == pass) out.push_back(i);
+  }
+  return out;
+}
+
+int64_t comm_bytes(const Program& p, const std::vector<OpId>& ids) {
+  int64_t b = 0;
+  for (OpId i : ids) b += p.op(i).comm_bytes.value();
+  return b;
+}
+
+/// Every op `id` depends on, directly or through others.
+std::set<OpId> ancestors(const Program& p, OpId id) {
+  std::set<OpId> seen;
+  std::vector<OpId> todo{id};
+  while (!todo.empty()) {
+    const OpId x = todo.back();
+    todo.pop_back();
+    for (OpId d : p.deps(x)) {
+      if (seen.insert(d).second) todo.push_back(d);
+    }
+  }
+  return seen;
+}
+
+/// The last compute-stream op of the backward pass.
+OpId last_backward_compute(const Program& p) {
+  OpId last = kNoOp;
+  for (OpId i = 0; i < p.size(); ++i) {
+    const Op& o = p.op(i);
+    if (o.kind == OpKind::kCompute && o.stream == TrainStreams::kCompute && o.pass == Pass::kBackward) last = i;
+  }
+  return last;
+}
+
+// Llama 3 8B cut to four layers, data parallel over 64 H100s, ZeRO-1, two
+// microbatches; each unit's gradients (over 160 MB) fill a bucket of
+// their own, so there is one bucket per unit (embedding, layers, head).
+constexpr const char* kZero1 = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+    "plan": {"dp": 64, "zero": 1, "global_batch": 128, "seq_len": 2048}})";
+const std::vector<Override> kFourLayers{{"model.layers", "4"}};
+
+std::vector<Override> with(std::vector<Override> base, const std::vector<Override>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+// 1. overlap_grad_reduce: the reduce-scatters run during the last
+// microbatch's backward, one per bucket, and the step is never slower.
+TEST(StackMechanisms, OverlapGradReduceIssuesBucketsDuringTheLastBackward) {
+  const Scenario on = testing::scenario(kZero1, kFourLayers);
+  const Scenario off = testing::scenario(kZero1, with(kFourLayers, {{"plan.overlap_grad_reduce", "false"}}));
+  const int64_t units = 4 + 2;                                    // embedding, four layers, head
+  const int64_t grad_bytes = count_params(on.model).total() * 4;  // fp32 gradients, tp 1
+  const Program p = stage0(on), q = stage0(off);
+  const std::vector<OpId> rs_on = named(p, "grad reduce-scatter"), rs_off = named(q, "grad reduce-scatter");
+  ASSERT_EQ(static_cast<int64_t>(rs_on.size()), units);
+  ASSERT_EQ(static_cast<int64_t>(rs_off.size()), units);
+  // Conservation: every gradient byte is reduced once, either way.
+  EXPECT_EQ(comm_bytes(p, rs_on), grad_bytes);
+  EXPECT_EQ(comm_bytes(q, rs_off), grad_bytes);
+  const OpId last_on = last_backward_compute(p), last_off = last_backward_compute(q);
+  int before_end = 0;
+  for (OpId i : rs_on) {
+    const Op& o = p.op(i);
+    EXPECT_EQ(o.kind, OpKind::kCollective);
+    EXPECT_EQ(o.collective, CollectiveKind::kReduceScatter);
+    EXPECT_EQ(o.microbatch, 1);  // the last microbatch only
+    EXPECT_EQ(p.stream_names()[o.stream], "dp reduce");
+    before_end += i < last_on;
+  }
+  // All but the embedding's bucket are issued while the backward still runs.
+  EXPECT_EQ(before_end, units - 1);
+  // The head's bucket goes out before any layer's backward of the last microbatch.
+  const std::vector<OpId> l0 = named(p, "mlp down dgrad", 3, 1, Pass::kBackward);
+  ASSERT_EQ(l0.size(), 1u);
+  EXPECT_LT(rs_on.front(), l0.front());
+  // Without the overlap every bucket follows the whole backward.
+  for (OpId i : rs_off) {
+    EXPECT_GT(i, last_off);
+    const auto deps = q.deps(i);
+    EXPECT_NE(std::find(deps.begin(), deps.end(), last_off), deps.end());
+  }
+  const double t_on = step_time(on), t_off = step_time(off);
+  EXPECT_LE(t_on, t_off);
+  EXPECT_LT(t_on, t_off * 0.999) << "the reduction should hide behind the backward";
+}
+
+// 2. overlap_param_gather: the parameter all-gathers start the step, in
+// forward order, and a layer's first forward waits for its own bucket (and
+// the earlier ones, through the layers before it), not for all of them.
+TEST(StackMechanisms, OverlapParamGatherWaitsForItsOwnBucketOnly) {
+  const std::vector<Override> one_unit_buckets = with(kFourLayers, {{"plan.grad_bucket_bytes", "1"}});
+  const Scenario on = testing::scenario(kZero1, with(one_unit_buckets, {{"plan.overlap_param_gather", "true"}}));
+  const Scenario off = testing::scenario(kZero1, one_unit_buckets);
+  const int64_t units = 4 + 2;
+  const int64_t param_bytes = count_params(on.model).total() * 2;  // bf16 weights
+  const Program p = stage0(on), q = stage0(off);
+  const std::vector<OpId> ag = named(p, "param all-gather");
+  ASSERT_EQ(static_cast<int64_t>(ag.size()), units);
+  EXPECT_EQ(comm_bytes(p, ag), param_bytes);
+  const std::vector<OpId> embed = named(p, "embedding", -1, 0, Pass::kForward);
+  ASSERT_EQ(embed.size(), 1u);
+  for (OpId i : ag) {
+    EXPECT_LT(i, embed.front());  // at the step's start
+    EXPECT_EQ(p.op(i).pass, Pass::kForward);
+    EXPECT_EQ(p.op(i).collective, CollectiveKind::kAllGather);
+    EXPECT_EQ(p.stream_names()[p.op(i).stream], "dp gather");
+  }
+  const std::set<OpId> all(ag.begin(), ag.end());
+  for (int32_t L = 0; L < 4; ++L) {
+    const std::vector<OpId> first = named(p, "attn norm", L, 0, Pass::kForward);
+    ASSERT_EQ(first.size(), 1u);
+    const std::set<OpId> anc = ancestors(p, first.front());
+    std::vector<OpId> waited;
+    std::set_intersection(anc.begin(), anc.end(), all.begin(), all.end(), std::back_inserter(waited));
+    // The embedding's bucket and those of layers 0..L, the first L + 2.
+    EXPECT_EQ(waited, std::vector<OpId>(ag.begin(), ag.begin() + L + 2)) << "layer " << L;
+    // Its own bucket directly.
+    const auto deps = p.deps(first.front());
+    EXPECT_NE(std::find(deps.begin(), deps.end(), ag[static_cast<size_t>(L) + 1]), deps.end()) << "layer " << L;
+  }
+  // Later microbatches wait for no gather.
+  const std::vector<OpId> later = named(p, "attn norm", 3, 1, Pass::kForward);
+  ASSERT_EQ(later.size(), 1u);
+  const std::set<OpId> anc = ancestors(p, later.front());
+  EXPECT_EQ(std::count_if(anc.begin(), anc.end(), [&](OpId i) { return all.count(i) > 0; }), units);
+  // Without the overlap they follow the optimizer, bucket by bucket.
+  const std::vector<OpId> ag_off = named(q, "param all-gather");
+  const std::vector<OpId> adam = named(q, "adam");
+  ASSERT_EQ(static_cast<int64_t>(ag_off.size()), units);
+  ASSERT_EQ(adam.size(), 1u);
+  EXPECT_EQ(comm_bytes(q, ag_off), param_bytes);
+  for (OpId i : ag_off) {
+    EXPECT_EQ(q.op(i).pass, Pass::kOptimizer);
+    const auto deps = q.deps(i);
+    EXPECT_NE(std::find(deps.begin(), deps.end(), adam.front()), deps.end());
+  }
+  // fp8 parameters halve the gathered bytes.
+  const Program f = stage0(testing::scenario(
+      kZero1, with(one_unit_buckets, {{"plan.overlap_param_gather", "true"}, {"plan.fp8_param_gather", "true"}})));
+  EXPECT_EQ(comm_bytes(f, named(f, "param all-gather")), param_bytes / 2);
+  EXPECT_LE(step_time(on), step_time(off));
+}
+
+// 3. tp_comm_overlap (Transformer Engine userbuffers): ring exchanges on
+// copy engines, a reduce-scatter in four pipelined chunks.
+constexpr const char* kTp8 = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+    "plan": {"dp": 8, "tp": 8, "sequence_parallel": true, "global_batch": 8, "seq_len": 8192}})";
+
+TEST(StackMechanisms, TpCommOverlapRingExchangesAndPipelinedReduceScatter) {
+  const std::vector<Override> two = {{"model.layers", "2"}};
+  const Scenario on = testing::scenario(kTp8, with(two, {{"plan.tp_comm_overlap", "true"}}));
+  const Scenario off = testing::scenario(kTp8, two);
+  const int64_t t = 8, T = 8192, h = 4096;
+  const int64_t gathered = T * h * 2;  // one all-gathered norm output (bf16)
+  const Program p = stage0(on);
+  const std::vector<OpId> sends = named(p, "tp ring send"), recvs = named(p, "tp ring recv");
+  // Per layer and microbatch: two gathers forward (qkv, mlp up), two
+  // backward (mlp down dgrad, attn out dgrad), each t - 1 ring steps.
+  EXPECT_EQ(static_cast<int64_t>(sends.size()), 2 * 4 * (t - 1));
+  EXPECT_EQ(recvs.size(), sends.size());
+  for (OpId i : sends) {
+    const Op& o = p.op(i);
+    EXPECT_EQ(o.kind, OpKind::kSend);
+    EXPECT_EQ(p.stream_names()[o.stream], "tp send");
+    EXPECT_FALSE(o.holds_sms);
+    EXPECT_EQ(o.peer_axis, MeshAxis::kTp);
+    EXPECT_EQ(o.peer, 1);
+  }
+  for (OpId i : recvs) {
+    const Op& o = p.op(i);
+    EXPECT_EQ(o.kind, OpKind::kRecv);
+    EXPECT_EQ(p.stream_names()[o.stream], "tp recv");
+    EXPECT_FALSE(o.holds_sms);
+    EXPECT_EQ(o.peer, -1);
+  }
+  // One forward gather moves (t - 1)/t of the gathered tensor.
+  const std::vector<OpId> fwd = named(p, "tp ring send", 0, 0, Pass::kForward);
+  ASSERT_EQ(static_cast<int64_t>(fwd.size()), 2 * (t - 1));
+  EXPECT_EQ(comm_bytes(p, std::vector<OpId>(fwd.begin(), fwd.begin() + (t - 1))), (t - 1) * gathered / t);
+  EXPECT_EQ(comm_bytes(p, fwd), 2 * (t - 1) * gathered / t);
+  // No all-gather or reduce-scatter of the norm outputs is left forward.
+  EXPECT_TRUE(named(p, "attn all-gather", 0, 0, Pass::kForward).empty());
+  EXPECT_TRUE(named(p, "mlp all-gather", 0, 0, Pass::kForward).empty());
+  EXPECT_TRUE(named(p, "attn all-reduce", 0, 0, Pass::kForward).empty());
+  // The qkv GEMM runs in t chunks of T/t rows, the same FLOPs in all.
+  const Program q = stage0(off);
+  const std::vector<OpId> qkv = named(p, "qkv", 0, 0, Pass::kForward), qkv_off = named(q, "qkv", 0, 0, Pass::kForward);
+  ASSERT_EQ(static_cast<int64_t>(qkv.size()), t);
+  ASSERT_EQ(qkv_off.size(), 1u);
+  double flops = 0;
+  for (OpId i : qkv) {
+    EXPECT_EQ(p.op(i).m, T / t);
+    flops += p.op(i).flops.value();
+  }
+  EXPECT_DOUBLE_EQ(flops, q.op(qkv_off.front()).flops.value());
+  // The reduce-scatter after the row-parallel GEMM: four chunks of a
+  // quarter each, chunk i after GEMM chunk i, on SMs.
+  for (const auto& [gemm, rs] : {std::pair{"attn out", "attn reduce-scatter"}, {"mlp down", "mlp reduce-scatter"}}) {
+    const std::vector<OpId> mm = named(p, gemm, 1, 0, Pass::kForward), sc = named(p, rs, 1, 0, Pass::kForward);
+    ASSERT_EQ(mm.size(), 4u) << gemm;
+    ASSERT_EQ(sc.size(), 4u) << rs;
+    EXPECT_EQ(comm_bytes(p, sc), gathered);  // the whole reduce-scatter's buffer, in four
+    for (size_t i = 0; i < 4; ++i) {
+      const Op& o = p.op(sc[i]);
+      EXPECT_EQ(o.collective, CollectiveKind::kReduceScatter);
+      EXPECT_EQ(o.axes, axis_bit(MeshAxis::kTp));
+      EXPECT_EQ(o.comm_bytes.value(), gathered / 4);
+      EXPECT_TRUE(o.holds_sms);
+      EXPECT_EQ(p.op(mm[i]).m, T / 4);
+      const auto deps = p.deps(sc[i]);
+      EXPECT_NE(std::find(deps.begin(), deps.end(), mm[i]), deps.end());
+      if (i + 1 < 4) {
+        EXPECT_LT(sc[i], mm[i + 1]);  // issued before the next chunk
+      }
+    }
+  }
+  EXPECT_LE(step_time(on), step_time(off));
+}
+
+// tp_comm_overlap_sms is documented (plan.h) as the SMs a pipelined
+// reduce-scatter holds beside its GEMM: fewer SMs held, less compute slowed.
+TEST(StackMechanisms, TpCommOverlapSmsChangesTheStep) {
+  const std::vector<Override> base = {{"model.layers", "2"}, {"plan.tp_comm_overlap", "true"}};
+  const double few = step_time(testing::scenario(kTp8, with(base, {{"plan.tp_comm_overlap_sms", "1"}})));
+  const double many = step_time(testing::scenario(kTp8, with(base, {{"plan.tp_comm_overlap_sms", "128"}})));
+  EXPECT_LT(few, many);
+}
+
+// 4. fp8: linear layers' GEMMs run in fp8; the head, the router and
+// attention's batched products stay bf16.
+constexpr const char* kFp8Model = R"({"name": "fp8-test", "layers": 2, "hidden": 1536, "ffn_hidden": 6144,
+    "heads": 12, "kv_heads": 4, "head_dim": 128, "vocab": 32000})";
+/// The fp8 test model under `recipe` (nullptr: bf16 GEMMs).
+std::string fp8_scenario(const char* recipe, const char* extra = "") {
+  const std::string dtype =
+      recipe ? std::string(R"("matmul_dtype": "fp8", "fp8_recipe": ")") + recipe + "\"" : R"("matmul_dtype": "bf16")";
+  return std::string(R"({"model": )") + kFp8Model + R"(, "cluster": "dgx-h100-64",
+      "plan": {"dp": 64, "zero": 1, "global_batch": 128, "seq_len": 3072, )" +
+         dtype + extra + "}}";
+}
+
+TEST(StackMechanisms, Fp8RunsLinearGemmsInFp8AndKeepsHeadRouterAndBmmInBf16) {
+  const Program p = stage0(testing::scenario(fp8_scenario("delayed", R"(, "attention": "unfused")")));
+  int linear = 0, head = 0, bmm = 0;
+  for (const Op& o : p.ops()) {
+    if (o.kind != OpKind::kCompute || o.compute != ComputeKind::kMatmul) continue;
+    const std::string_view n = p.name(o);
+    if (n.starts_with("qkv") || n.starts_with("attn out") || n.starts_with("mlp up") || n.starts_with("mlp down")) {
+      EXPECT_EQ(o.dtype, DType::kFp8) << n;
+      ++linear;
+    } else if (n.starts_with("unembedding")) {
+      EXPECT_EQ(o.dtype, DType::kBf16) << n;
+      ++head;
+    } else if (n.starts_with("attn scores") || n.starts_with("attn values")) {
+      EXPECT_EQ(o.dtype, DType::kBf16) << n;
+      ++bmm;
+    }
+  }
+  // Two layers, two microbatches: 4 linear nodes x (fwd, dgrad, wgrad).
+  EXPECT_EQ(linear, 2 * 2 * 4 * 3);
+  EXPECT_EQ(head, 2 * 3);
+  EXPECT_EQ(bmm, 2 * 2 * (2 + 4));  // scores, values; backward: four products
+  // rowwise_gw_hp keeps the weight gradients in bf16.
+  const Program g = stage0(testing::scenario(fp8_scenario("rowwise_gw_hp")));
+  for (const Op& o : g.ops()) {
+    const std::string_view n = g.name(o);
+    if (o.compute != ComputeKind::kMatmul || o.kind != OpKind::kCompute || n.starts_with("unembedding")) continue;
+    if (n.ends_with("wgrad")) {
+      EXPECT_EQ(o.dtype, DType::kBf16) << n;
+    }
+    if (n.ends_with("dgrad")) {
+      EXPECT_EQ(o.dtype, DType::kFp8) << n;
+    }
+  }
+  // The MoE router stays bf16, the experts run in fp8.
+  const Program moe = stage0(testing::scenario(R"({"model": "mixtral-8x7b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 64, "ep": 8, "global_batch": 64, "seq_len": 2048, "matmul_dtype": "fp8"}})",
+                                               {{"model.layers", "1"}}));
+  int routers = 0, experts = 0;
+  for (const Op& o : moe.ops()) {
+    const std::string_view n = moe.name(o);
+    if (n.starts_with("router") && o.compute == ComputeKind::kMatmul) {
+      EXPECT_EQ(o.dtype, DType::kBf16) << n;
+      ++routers;
+    }
+    if (n.starts_with("experts") && o.compute == ComputeKind::kMatmul) {
+      EXPECT_EQ(o.dtype, DType::kFp8) << n;
+      ++experts;
+    }
+  }
+  EXPECT_EQ(routers, 3);
+  EXPECT_EQ(experts, 6);
+}
+
+// A bf16 GEMM reads bf16 operands whatever the plan's matmul dtype.
+TEST(StackMechanisms, Fp8KeepsTheHeadGemmsBf16Traffic) {
+  auto head_read = [](const Scenario& s) {
+    const Program p = stage0(s);
+    const std::vector<OpId> u = named(p, "unembedding", -1, 0, Pass::kForward);
+    return u.empty() ? int64_t{-1} : p.op(u.front()).bytes_read.value();
+  };
+  const int64_t fp8 = head_read(testing::scenario(fp8_scenario("delayed")));
+  const int64_t bf16 = head_read(testing::scenario(fp8_scenario(nullptr)));
+  EXPECT_EQ(fp8, bf16);
+}
+
+/// Bytes of the fp8 quantisation kernels of layer 1, microbatch `mb`, in
+/// `pass` (each kernel reads 2/3 and writes 1/3 of its bytes) and their
+/// number.
+std::pair<int64_t, int> quantize_bytes(const Program& p, int32_t mb, Pass pass) {
+  int64_t b = 0;
+  int n = 0;
+  for (OpId i : named(p, "fp8 quantize", 1, mb, pass)) {
+    b += p.op(i).bytes_read.value() + p.op(i).bytes_written.value();
+    ++n;
+  }
+  return {b, n};
+}
+
+TEST(StackMechanisms, Fp8QuantisationBytesPerRecipeMatchTheClosedForms) {
+  // Shapes of the fp8 test model at tp 1: T tokens, fused qkv and gate/up.
+  const int64_t T = 3072, h = 1536, a = 12, kv = 4, d = 128, f = 6144;
+  // The linear nodes: qkv and mlp up read a norm's output (TE's
+  // LayerNormLinear quantises inside the norm), attn out and mlp down not.
+  const int64_t X = T * h + T * a * d + T * h + T * f;                     // their inputs
+  const int64_t Xnn = T * a * d + T * f;                                   // inputs not fed by a norm
+  const int64_t Y = T * (a + 2 * kv) * d + T * h + T * 2 * f + T * h;      // their outputs
+  const int64_t W = h * (a + 2 * kv) * d + a * d * h + h * 2 * f + f * h;  // their weights
+  struct Expect {
+    const char* recipe;
+    int64_t fwd0, fwd1, bwd;  // forward of microbatch 0 and 1, backward
+    int ops_fwd1, ops_bwd;
+  };
+  const Expect cases[] = {
+      // Weights cast once per step (cached over microbatches); norm-fed
+      // inputs cast by the norm; one cast-transpose per output gradient.
+      {"delayed", 4 * Xnn + 4 * W, 4 * Xnn, 4 * Y, 2, 4},
+      {"tensorwise", 5 * X + 5 * W, 5 * X + 5 * W, 5 * Y + 3 * X + 3 * W, 4, 4},
+      {"rowwise", 3 * X + 3 * W, 3 * X + 3 * W, 6 * Y + 3 * X + 3 * W, 4, 4},
+      {"mxfp8", 3 * X + 3 * W, 3 * X + 3 * W, 6 * Y + 3 * X + 3 * W, 4, 4},
+      {"rowwise_gw_hp", 3 * X + 3 * W, 3 * X + 3 * W, 3 * Y + 3 * W, 4, 4},
+  };
+  std::vector<int64_t> step_total;
+  for (const Expect& c : cases) {
+    const Program p = stage0(testing::scenario(fp8_scenario(c.recipe)));
+    EXPECT_EQ(quantize_bytes(p, 0, Pass::kForward).first, c.fwd0) << c.recipe;
+    EXPECT_EQ(quantize_bytes(p, 1, Pass::kForward), std::make_pair(c.fwd1, c.ops_fwd1)) << c.recipe;
+    EXPECT_EQ(quantize_bytes(p, 1, Pass::kBackward), std::make_pair(c.bwd, c.ops_bwd)) << c.recipe;
+    int64_t total = 0;
+    for (const Op& o : p.ops()) {
+      if (p.name(o) == "fp8 quantize") total += o.bytes_read.value() + o.bytes_written.value();
+    }
+    step_total.push_back(total);
+  }
+  // Ordering that holds for any shape: rowwise and mxfp8 cost the same,
+  // rowwise_gw_hp less (no wgrad casts), delayed the least of those (and
+  // for these shapes less than tensorwise).
+  EXPECT_EQ(step_total[2], step_total[3]);
+  EXPECT_LT(step_total[4], step_total[2]);
+  EXPECT_LT(step_total[0], step_total[4]);
+  EXPECT_LT(step_total[0], step_total[1]);
+  // fp8 parameters drop the weight casts of delayed and tensorwise scaling.
+  const Program dp8 = stage0(testing::scenario(fp8_scenario("delayed", R"(, "fp8_param_gather": true)")));
+  EXPECT_EQ(quantize_bytes(dp8, 0, Pass::kForward).first, 4 * Xnn);
+  const Program tp8 = stage0(testing::scenario(fp8_scenario("tensorwise", R"(, "fp8_param_gather": true)")));
+  EXPECT_EQ(quantize_bytes(tp8, 1, Pass::kForward).first, 5 * X);
+  EXPECT_EQ(quantize_bytes(tp8, 1, Pass::kBackward).first, 5 * Y + 3 * X);
+  // bf16 runs none.
+  const Program bf16 = stage0(testing::scenario(fp8_scenario(nullptr)));
+  EXPECT_TRUE(named(bf16, "fp8 quantize").empty());
+}
+
+// 5. Context parallelism by all-gather and by all-to-all (Ulysses).
+constexpr const char* kCp4 = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+    "plan": {"dp": 16, "cp": 4, "global_batch": 16, "seq_len": 8192}})";
+
+TEST(StackMechanisms, CpAllGatherGathersKeysAndValuesOncePerAttention) {
+  const int64_t S = 8192, cp = 4, kv = 8, d = 128, T = S / cp;
+  for (const int64_t tp : {1, 2}) {
+    const std::vector<Override> sets = {{"model.layers", "2"},
+                                        {"plan.cp_comm", "all_gather"},
+                                        {"plan.tp", std::to_string(tp)},
+                                        {"plan.dp", std::to_string(16 / tp)},
+                                        {"plan.global_batch", std::to_string(16 / tp)}};
+    const Program p = stage0(testing::scenario(kCp4, sets));
+    const int64_t mbs = 1;
+    // Closed form: K and V of the whole sequence for this rank's KV heads.
+    const int64_t kv_bytes = 2 * S * (kv / tp) * d * 2;
+    const std::vector<OpId> ag = named(p, "cp kv all-gather"), rs = named(p, "cp dkv reduce-scatter");
+    EXPECT_EQ(static_cast<int64_t>(ag.size()), 2 * mbs * 2) << "tp " << tp;  // forward and backward, 2 layers
+    EXPECT_EQ(static_cast<int64_t>(rs.size()), 2 * mbs) << "tp " << tp;
+    for (int32_t L = 0; L < 2; ++L) {
+      const std::vector<OpId> f = named(p, "cp kv all-gather", L, 0, Pass::kForward);
+      const std::vector<OpId> b = named(p, "cp kv all-gather", L, 0, Pass::kBackward);
+      const std::vector<OpId> r = named(p, "cp dkv reduce-scatter", L, 0, Pass::kBackward);
+      ASSERT_EQ(f.size(), 1u);
+      ASSERT_EQ(b.size(), 1u);
+      ASSERT_EQ(r.size(), 1u);
+      for (OpId i : {f.front(), b.front(), r.front()}) {
+        EXPECT_EQ(p.op(i).axes, axis_bit(MeshAxis::kCp));
+        EXPECT_EQ(p.op(i).comm_bytes.value(), kv_bytes) << "tp " << tp;
+      }
+      EXPECT_EQ(p.op(f.front()).collective, CollectiveKind::kAllGather);
+      EXPECT_EQ(p.op(r.front()).collective, CollectiveKind::kReduceScatter);
+      // cp block steps, each after the gather; the reduce-scatter after the last.
+      const std::vector<OpId> steps = named(p, "cp attention", L, 0, Pass::kForward);
+      ASSERT_EQ(static_cast<int64_t>(steps.size()), cp);
+      const auto deps = p.deps(steps.front());
+      EXPECT_NE(std::find(deps.begin(), deps.end(), f.front()), deps.end());
+      const std::vector<OpId> bsteps = named(p, "cp attention", L, 0, Pass::kBackward);
+      ASSERT_EQ(static_cast<int64_t>(bsteps.size()), cp);
+      EXPECT_GT(r.front(), bsteps.back());
+    }
+    // No ring: no point-to-point transfer on the cp axis.
+    for (const Op& o : p.ops()) {
+      if (o.kind == OpKind::kSend) {
+        EXPECT_NE(o.peer_axis, MeshAxis::kCp);
+      }
+    }
+    // The same attention FLOPs as the ring.
+    const Program ring = stage0(testing::scenario(kCp4, {{"model.layers", "2"},
+                                                         {"plan.tp", std::to_string(tp)},
+                                                         {"plan.dp", std::to_string(16 / tp)},
+                                                         {"plan.global_batch", std::to_string(16 / tp)}}));
+    auto attn_flops = [](const Program& q) {
+      double x = 0;
+      for (const Op& o : q.ops()) {
+        if (o.compute == ComputeKind::kAttention && o.kind == OpKind::kCompute) x += o.flops.value();
+      }
+      return x;
+    };
+    EXPECT_NEAR(attn_flops(p) / attn_flops(ring), 1.0, 1e-12);
+    (void)T;
+  }
+}
+
+TEST(StackMechanisms, CpAllToAllExchangesAroundAttentionAndNeedsHeadsDivisible) {
+  const int64_t S = 8192, cp = 4, T = S / cp, a = 32, kv = 8, d = 128;
+  const Program p = stage0(testing::scenario(kCp4, {{"model.layers", "2"}, {"plan.cp_comm", "a2a"}}));
+  const int64_t qkv = T * (a + 2 * kv) * d * 2, out = T * a * d * 2;
+  for (int32_t L = 0; L < 2; ++L) {
+    const std::vector<OpId> f = named(p, "cp all-to-all", L, 0, Pass::kForward);
+    const std::vector<OpId> b = named(p, "cp all-to-all", L, 0, Pass::kBackward);
+    ASSERT_EQ(f.size(), 2u);
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_EQ(p.op(f[0]).comm_bytes.value(), qkv);
+    EXPECT_EQ(p.op(f[1]).comm_bytes.value(), out);
+    EXPECT_EQ(p.op(b[0]).comm_bytes.value(), out);
+    EXPECT_EQ(p.op(b[1]).comm_bytes.value(), qkv);
+    for (OpId i : {f[0], f[1], b[0], b[1]}) {
+      EXPECT_EQ(p.op(i).collective, CollectiveKind::kAllToAll);
+      EXPECT_EQ(p.op(i).axes, axis_bit(MeshAxis::kCp));
+    }
+    // Attention runs between them over the whole sequence, a/cp heads.
+    const std::vector<OpId> at = named(p, "attention", L, 0, Pass::kForward);
+    ASSERT_EQ(at.size(), 1u);
+    EXPECT_GT(at.front(), f[0]);
+    EXPECT_LT(at.front(), f[1]);
+    EXPECT_EQ(p.op(at.front()).m, S);
+    EXPECT_EQ(p.op(at.front()).k, a * d / cp);
+  }
+  // heads / tp = 32 / 8 = 4 heads per rank cannot split over cp = 8.
+  const std::string bad = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 1, "tp": 8, "cp": 8, "sequence_parallel": true, "global_batch": 1, "seq_len": 8192,
+               "cp_comm": "a2a"}})";
+  try {
+    testing::scenario(bad);
+    ADD_FAILURE() << "cp 8 over 4 heads per rank was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/plan/cp_comm"), std::string::npos) << e.what();
+  }
+  // The same plan with the ring is fine.
+  EXPECT_NO_THROW(testing::scenario(bad, {{"plan.cp_comm", "p2p"}}));
+}
+
+// 6. Mixture of experts: dispatchers, expert tensor parallelism, per-expert
+// GEMMs and DeepEP's per-rank dedup.
+constexpr const char* kMixtral = R"({"model": "mixtral-8x7b", "cluster": "dgx-h100-64",
+    "plan": {"dp": 8, "tp": 8, "ep": 8, "sequence_parallel": true, "global_batch": 8, "seq_len": 4096}})";
+const std::vector<Override> kMoeLayers{{"model.layers", "2"}};
+
+int count_collectives(const Program& p, CollectiveKind kind, uint8_t axes, int32_t layer) {
+  int n = 0;
+  for (const Op& o : p.ops()) {
+    n += o.kind == OpKind::kCollective && o.collective == kind && o.axes == axes && o.layer == layer;
+  }
+  return n;
+}
+
+TEST(StackMechanisms, MoeDispatchersAndExpertTensorParallelism) {
+  const int64_t h = 4096, T = 4096, tp = 8, ep = 8, Ts = T / tp, slots = Ts * 2;  // top-2, capacity 1
+  const uint8_t ep_axis = axis_bit(MeshAxis::kEp), tp_axis = axis_bit(MeshAxis::kTp);
+  // All-to-all dispatcher: dispatch and combine, forward and backward.
+  const Program a2a = stage0(testing::scenario(kMixtral, kMoeLayers));
+  EXPECT_EQ(count_collectives(a2a, CollectiveKind::kAllToAll, ep_axis, 1), 4);
+  for (const char* n : {"moe dispatch", "moe combine"}) {
+    const std::vector<OpId> ids = named(a2a, n, 1, 0, Pass::kForward);
+    ASSERT_EQ(ids.size(), 1u) << n;
+    EXPECT_EQ(a2a.op(ids.front()).comm_bytes.value(), slots * h * 2) << n;
+  }
+  // All-gather dispatcher: every token gathered over ep, reduce-scattered back.
+  const Program ag = stage0(testing::scenario(kMixtral, with(kMoeLayers, {{"plan.moe_dispatcher", "allgather"}})));
+  EXPECT_EQ(count_collectives(ag, CollectiveKind::kAllToAll, ep_axis, 1), 0);
+  EXPECT_EQ(count_collectives(ag, CollectiveKind::kAllGather, ep_axis, 1), 2);
+  EXPECT_EQ(count_collectives(ag, CollectiveKind::kReduceScatter, ep_axis, 1), 2);
+  for (const char* n : {"moe dispatch all-gather", "moe combine reduce-scatter"}) {
+    const std::vector<OpId> ids = named(ag, n, 1, 0, Pass::kForward);
+    ASSERT_EQ(ids.size(), 1u) << n;
+    EXPECT_EQ(ag.op(ids.front()).comm_bytes.value(), Ts * h * 2 * ep) << n;
+  }
+  // expert_tp = tp: the dispatched tokens gathered over tp before the
+  // experts and reduce-scattered after, forward and backward; each rank
+  // runs 1/tp of every local expert's width.
+  const Program etp = stage0(testing::scenario(kMixtral, with(kMoeLayers, {{"plan.expert_tp", "8"}})));
+  const int base_ag = count_collectives(a2a, CollectiveKind::kAllGather, tp_axis, 1);
+  const int base_rs = count_collectives(a2a, CollectiveKind::kReduceScatter, tp_axis, 1);
+  EXPECT_EQ(count_collectives(etp, CollectiveKind::kAllGather, tp_axis, 1), base_ag + 2);
+  EXPECT_EQ(count_collectives(etp, CollectiveKind::kReduceScatter, tp_axis, 1), base_rs + 2);
+  for (const char* n : {"moe expert all-gather", "moe expert reduce-scatter"}) {
+    const std::vector<OpId> f = named(etp, n, 1, 0, Pass::kForward), b = named(etp, n, 1, 0, Pass::kBackward);
+    ASSERT_EQ(f.size(), 1u) << n;
+    ASSERT_EQ(b.size(), 1u) << n;
+    EXPECT_EQ(etp.op(f.front()).comm_bytes.value(), slots * h * 2 * tp) << n;
+  }
+  const std::vector<OpId> up = named(etp, "experts up", 1, 0, Pass::kForward);
+  const std::vector<OpId> up1 = named(a2a, "experts up", 1, 0, Pass::kForward);
+  ASSERT_EQ(up.size(), 1u);
+  ASSERT_EQ(up1.size(), 1u);
+  EXPECT_EQ(etp.op(up.front()).n, 2 * 14336 / tp);
+  EXPECT_EQ(etp.op(up.front()).m, tp * a2a.op(up1.front()).m);  // every tp rank's tokens
+  EXPECT_DOUBLE_EQ(etp.op(up.front()).flops.value(), a2a.op(up1.front()).flops.value());
+}
+
+TEST(StackMechanisms, MoeWithoutGroupedGemmRunsOneGemmPerLocalExpert) {
+  // ep 2: four experts per rank.
+  const std::vector<Override> ep2 = with(kMoeLayers, {{"plan.ep", "2"}});
+  const Program grouped = stage0(testing::scenario(kMixtral, ep2));
+  const Program each = stage0(testing::scenario(kMixtral, with(ep2, {{"plan.moe_grouped_gemm", "false"}})));
+  for (const char* n : {"experts up", "experts down"}) {
+    for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+      const std::vector<OpId> g = named(grouped, n, 0, 0, pass), e = named(each, n, 0, 0, pass);
+      if (pass == Pass::kBackward) continue;  // backward GEMMs carry dgrad / wgrad names
+      ASSERT_EQ(g.size(), 1u) << n;
+      ASSERT_EQ(e.size(), 4u) << n;
+      EXPECT_EQ(grouped.op(g.front()).batch, 4);
+      double flops = 0;
+      for (OpId i : e) {
+        EXPECT_EQ(each.op(i).batch, 1);
+        EXPECT_EQ(each.op(i).m, grouped.op(g.front()).m);
+        flops += each.op(i).flops.value();
+      }
+      EXPECT_DOUBLE_EQ(flops, grouped.op(g.front()).flops.value()) << n;
+    }
+  }
+  for (const char* n : {"experts up dgrad", "experts up wgrad", "experts down dgrad", "experts down wgrad"}) {
+    EXPECT_EQ(named(grouped, n, 0, 0, Pass::kBackward).size(), 1u) << n;
+    EXPECT_EQ(named(each, n, 0, 0, Pass::kBackward).size(), 4u) << n;
+  }
+}
+
+TEST(StackMechanisms, MoeDedupSendsEachTokenOncePerDestinationRank) {
+  // Expected distinct ranks per token over top_k = 2 routed copies:
+  // balanced ep·(1 - (1 - 1/ep)^k); contiguous experts 1 + (k - 1)/(E/ep).
+  struct Case {
+    const char* ep;
+    const char* routing;
+    double ratio;
+  };
+  for (const Case& c : {Case{"8", "balanced", 8 * (1 - 49.0 / 64) / 2}, Case{"2", "balanced", 2 * (1 - 0.25) / 2},
+                        Case{"2", "contiguous", (1 + 1.0 / 4) / 2}, Case{"8", "contiguous", 1.0}}) {
+    const std::vector<Override> sets = with(kMoeLayers, {{"plan.ep", c.ep}, {"plan.moe_routing", c.routing}});
+    const Program plain = stage0(testing::scenario(kMixtral, sets));
+    const Program dedup = stage0(testing::scenario(kMixtral, with(sets, {{"plan.moe_dedup", "true"}})));
+    const std::vector<OpId> x = named(plain, "moe dispatch", 1, 0, Pass::kForward);
+    const std::vector<OpId> y = named(dedup, "moe dispatch", 1, 0, Pass::kForward);
+    ASSERT_EQ(x.size(), 1u);
+    ASSERT_EQ(y.size(), 1u);
+    const double r = static_cast<double>(dedup.op(y.front()).comm_bytes.value()) /
+                     static_cast<double>(plain.op(x.front()).comm_bytes.value());
+    EXPECT_DOUBLE_EQ(r, c.ratio) << "ep " << c.ep << " " << c.routing;
+    EXPECT_LE(r, 1.0);
+    // Bytes move only as copies: the combine mirrors the dispatch.
+    const std::vector<OpId> z = named(dedup, "moe combine", 1, 0, Pass::kForward);
+    ASSERT_EQ(z.size(), 1u);
+    EXPECT_EQ(dedup.op(z.front()).comm_bytes, dedup.op(y.front()).comm_bytes);
+  }
+}
+
+// 7. FSDP with and without gradient sync every microbatch.
+TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncGathersAndReducesOncePerStep) {
+  const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 64, "zero": 3, "global_batch": 256, "seq_len": 2048}})";
+  const std::vector<Override> two = {{"model.layers", "2"}};
+  const Scenario each = testing::scenario(json, two);
+  const Scenario once = testing::scenario(json, with(two, {{"plan.fsdp_sync_each_microbatch", "false"}}));
+  const int64_t mbs = 4, layers = 2, units = layers + 2;
+  const int64_t params = count_params(each.model).total();
+  const Program p = stage0(once), q = stage0(each);
+  auto ops_of = [](const Program& prog, const char* name) {
+    std::vector<OpId> out;
+    for (OpId i : named(prog, name)) out.push_back(i);
+    return out;
+  };
+  // Once per step: every unit gathered by the first microbatch's forward,
+  // reduce-scattered after the last microbatch's backward.
+  const std::vector<OpId> ag = ops_of(p, "fsdp all-gather"), rs = ops_of(p, "fsdp reduce-scatter");
+  EXPECT_EQ(static_cast<int64_t>(ag.size()), units);
+  EXPECT_EQ(static_cast<int64_t>(rs.size()), units);
+  for (OpId i : ag) {
+    EXPECT_EQ(p.op(i).microbatch, 0);
+    EXPECT_EQ(p.op(i).pass, Pass::kForward);
+  }
+  for (OpId i : rs) EXPECT_EQ(p.op(i).microbatch, mbs - 1);
+  EXPECT_EQ(comm_bytes(p, ag), params * 2);
+  EXPECT_EQ(comm_bytes(p, rs), params * 4);
+  // Every microbatch: gathered for each forward and (resharded) again for
+  // each backward but the embedding's; reduce-scattered every backward.
+  const std::vector<OpId> ag2 = ops_of(q, "fsdp all-gather"), rs2 = ops_of(q, "fsdp reduce-scatter");
+  EXPECT_EQ(static_cast<int64_t>(ag2.size()), mbs * (units + units - 1));
+  EXPECT_EQ(static_cast<int64_t>(rs2.size()), mbs * units);
+  EXPECT_EQ(comm_bytes(q, rs2), mbs * params * 4);
+  for (int32_t mb = 0; mb < mbs; ++mb) {
+    int n = 0;
+    for (OpId i : rs2) n += q.op(i).microbatch == mb;
+    EXPECT_EQ(n, units) << "microbatch " << mb;
+  }
+  // Later microbatches' layers wait for the first one's gather.
+  const std::vector<OpId> last = named(p, "attn norm", 1, mbs - 1, Pass::kForward);
+  ASSERT_EQ(last.size(), 1u);
+  const std::set<OpId> anc = ancestors(p, last.front());
+  EXPECT_TRUE(std::all_of(ag.begin(), ag.end() - 1, [&](OpId i) { return anc.count(i) > 0 || p.op(i).layer < 0; }));
+}
+
+// 8. recompute "custom" with offloaded tensors: kept, but not in HBM.
+TEST(StackMechanisms, OffloadedTensorsAreNotCountedInDeviceActivations) {
+  const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 64, "global_batch": 64, "seq_len": 4096, "recompute": "custom",
+               "recompute_keep": ["qkv_proj", "out_proj", "mlpwi", "mlpwo", "context"]}})";
+  const std::vector<Override> two = {{"model.layers", "2"}};
+  const int64_t T = 4096, h = 4096, a = 32, d = 128;
+  const int64_t context = T * a * d * 2 + T * a * 4;  // attention output and its fp32 log-sum-exp
+  const int64_t input = T * h * 2;                    // the layer's input (its checkpoint)
+  const Scenario kept = testing::scenario(json, two);
+  const Scenario off_ctx =
+      testing::scenario(json, with(two, {{"plan.recompute_keep", R"(["qkv_proj", "out_proj", "mlpwi", "mlpwo"])"},
+                                         {"plan.recompute_offload", R"(["context"])"}}));
+  const Scenario off_in =
+      testing::scenario(json, with(two, {{"plan.recompute_offload", R"(["decoder_layer_input"])"}}));
+  const int64_t base = layer_activation_bytes(kept.model, kept.plan);
+  EXPECT_EQ(base - layer_activation_bytes(off_ctx.model, off_ctx.plan), context);
+  EXPECT_EQ(base - layer_activation_bytes(off_in.model, off_in.plan), input);
+  // The program walk agrees: two layers of one microbatch in flight.
+  auto walked = [](const Scenario& s) { return walk_program_memory(stage0(s)).max_activations; };
+  const int64_t w = walked(kept);
+  EXPECT_EQ(w - walked(off_ctx), 2 * context);
+  EXPECT_EQ(w - walked(off_in), 2 * input);
+  // Offloading recomputes nothing more: the same ops run.
+  EXPECT_EQ(stage0(kept).size(), stage0(off_ctx).size());
+}
+
+// 9. compile false (PyTorch eager): one kernel per operator of the norm.
+TEST(StackMechanisms, EagerNormsReadAndWriteEveryIntermediate) {
+  const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 64, "global_batch": 64, "seq_len": 2048}})";
+  const std::vector<Override> two = {{"model.layers", "2"}};
+  const int64_t e = 2048 * 4096;  // Ts·h
+  auto norm_bytes = [](const Program& p, const char* name, int32_t layer, Pass pass) {
+    const std::vector<OpId> ids = named(p, name, layer, 0, pass);
+    EXPECT_EQ(ids.size(), 1u) << name;
+    if (ids.empty()) return std::pair<int64_t, int64_t>{-1, -1};
+    return std::pair{p.op(ids.front()).bytes_read.value(), p.op(ids.front()).bytes_written.value()};
+  };
+  using B = std::pair<int64_t, int64_t>;
+  const Program eager = stage0(testing::scenario(json, with(two, {{"plan.compile", "false"}})));
+  const Program fused = stage0(testing::scenario(json, two));
+  EXPECT_EQ(norm_bytes(eager, "attn norm", 1, Pass::kForward), B(20 * e, 16 * e));
+  EXPECT_EQ(norm_bytes(eager, "attn norm", 1, Pass::kBackward), B(44 * e, 28 * e));
+  EXPECT_EQ(norm_bytes(eager, "final norm", -1, Pass::kForward), B(20 * e, 16 * e));
+  EXPECT_EQ(norm_bytes(fused, "attn norm", 1, Pass::kForward), B(2 * e, 2 * e));
+  EXPECT_EQ(norm_bytes(fused, "attn norm", 1, Pass::kBackward), B(4 * e, 2 * e));
+  EXPECT_EQ(norm_bytes(fused, "final norm", -1, Pass::kForward), B(2 * e, 2 * e));
+  // torchtitan defaults to eager; with compile on, its blocks fuse but the
+  // final norm and the loss stay outside torch.compile.
+  const Scenario tt = testing::scenario(json, with(two, {{"plan.framework", "torchtitan"}}));
+  EXPECT_FALSE(tt.plan.compile);
+  EXPECT_EQ(norm_bytes(stage0(tt), "mlp norm", 0, Pass::kForward), B(20 * e, 16 * e));
+  const Program ttc =
+      stage0(testing::scenario(json, with(two, {{"plan.framework", "torchtitan"}, {"plan.compile", "true"}})));
+  EXPECT_EQ(norm_bytes(ttc, "mlp norm", 0, Pass::kForward), B(2 * e, 2 * e));
+  EXPECT_EQ(norm_bytes(ttc, "final norm", -1, Pass::kForward), B(20 * e, 16 * e));
+  // Eager is memory-bound work the step pays for.
+  EXPECT_GT(step_time(testing::scenario(json, with(two, {{"plan.compile", "false"}}))),
+            step_time(testing::scenario(json, two)));
+}
+
+}  // namespace
+}  // namespace shardsim
