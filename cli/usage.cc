@@ -31,12 +31,16 @@ Usage:
                            --set simulator.simgrid_network_model=LV08).
                            Same as --set simulator.backend=B.
 
-  shardsim collective SCENARIO|CLUSTER --op OP --bytes SIZE [--group G]
-                      [--concurrent] [--set PATH=VALUE]... [--json]
+  shardsim collective SCENARIO|CLUSTER --op OP (--bytes SIZE | --sweep MIN:MAX
+                      [--factor F]) [--group G] [--concurrent]
+                      [--set PATH=VALUE]... [--json]
       Time one collective alone on the fabric, like nccl-tests: time, algorithm
       bandwidth (size / time) and bus bandwidth.
       OP: all-reduce, all-gather, reduce-scatter, all-to-all, broadcast
       SIZE: bytes, or with a unit: 64MB, 256MiB, 1GiB
+      --sweep MIN:MAX      every size from MIN to MAX, each F times the last
+                           (default 2, like nccl-tests -b MIN -e MAX -f 2), as
+                           a table: size, time, algbw, busbw, algorithm
       G: all (default), N (the first N devices), or tp / dp (a scenario's
          group holding device 0)
       --concurrent         run every group of that shape at once (contention)

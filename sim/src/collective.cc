@@ -13,6 +13,7 @@
 #include "shardsim/sim/collective.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "shardsim/core/error.h"
@@ -282,6 +283,28 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
   SHARDSIM_ASSERT(!plan.phases.empty(), "a collective over two or more devices has a phase");
   plan.phases.front().latency += costs.base_latency;
   return plan;
+}
+
+double bus_bandwidth_factor(CollectiveKind kind, int64_t group_size) {
+  const auto n = static_cast<double>(std::max<int64_t>(group_size, 1));
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2 * (n - 1) / n;
+    case CollectiveKind::kBroadcast:
+      return 1;
+    default:
+      return (n - 1) / n;
+  }
+}
+
+std::vector<int64_t> sweep_sizes(int64_t min_bytes, int64_t max_bytes, double factor) {
+  SHARDSIM_ASSERT(min_bytes >= 1 && min_bytes <= max_bytes && factor > 1, "a sweep grows from min to max");
+  std::vector<int64_t> sizes;
+  for (double s = static_cast<double>(min_bytes); s <= static_cast<double>(max_bytes) * (1 + 1e-12); s *= factor) {
+    const auto b = static_cast<int64_t>(std::llround(s));
+    if (sizes.empty() || b > sizes.back()) sizes.push_back(std::min(b, max_bytes));
+  }
+  return sizes;
 }
 
 }  // namespace shardsim

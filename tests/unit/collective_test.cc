@@ -194,5 +194,32 @@ TEST(CollectivePlan, AlgorithmFollowsTheGroupShape) {
             4u);
 }
 
+// nccl-tests' sweep: -b 1K -e 1M -f 2 gives 1K, 2K, ..., 1M; a factor that
+// does not land on max stops below it.
+TEST(CollectiveSweep, SizesGrowByTheFactorFromMinToMax) {
+  const std::vector<int64_t> doubling = sweep_sizes(1024, 1 << 20, 2);
+  ASSERT_EQ(doubling.size(), 11u);
+  for (size_t i = 0; i < doubling.size(); ++i) EXPECT_EQ(doubling[i], int64_t{1024} << i);
+  const std::vector<int64_t> by4 = sweep_sizes(1000, 100000, 4);
+  EXPECT_EQ(by4, (std::vector<int64_t>{1000, 4000, 16000, 64000}));
+  EXPECT_EQ(sweep_sizes(7, 7, 2), std::vector<int64_t>{7});
+  // A factor close to 1 never repeats a size.
+  const std::vector<int64_t> fine = sweep_sizes(1, 64, 1.01);
+  for (size_t i = 1; i < fine.size(); ++i) EXPECT_GT(fine[i], fine[i - 1]);
+  EXPECT_LE(fine.back(), 64);
+  EXPECT_GE(fine.back(), 63);  // the last size within a factor of max
+}
+
+// busbw = algbw · 2(n-1)/n (all-reduce), (n-1)/n (all-gather,
+// reduce-scatter, all-to-all), 1 (broadcast): nccl-tests doc/PERFORMANCE.md.
+TEST(CollectiveSweep, BusBandwidthFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kAllReduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kAllGather, 8), 0.875);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kReduceScatter, 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kAllToAll, 2), 0.5);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kBroadcast, 16), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::kAllReduce, 1), 0.0);
+}
+
 }  // namespace
 }  // namespace shardsim

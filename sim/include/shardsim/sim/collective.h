@@ -44,4 +44,14 @@ struct CollectivePlan {
 CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
                                const CollectiveCosts& costs);
 
+/// nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md of nccl-tests):
+/// busbw = algbw · 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
+/// reduce-scatter and all-to-all, 1 for broadcast; algbw = size / time.
+double bus_bandwidth_factor(CollectiveKind kind, int64_t group_size);
+
+/// The sizes of an nccl-tests sweep (`-b min -e max -f factor`): min, then
+/// each size `factor` times the last (rounded to a byte) while it is at
+/// most max. Requires 1 <= min <= max and factor > 1.
+std::vector<int64_t> sweep_sizes(int64_t min_bytes, int64_t max_bytes, double factor);
+
 }  // namespace shardsim
