@@ -10,13 +10,7 @@
 namespace shardsim {
 namespace {
 
-int64_t component(const MemoryReport& r, std::string_view name) {
-  for (const auto& c : r.components) {
-    if (c.name == name) return c.bytes;
-  }
-  ADD_FAILURE() << "no memory component " << name;
-  return -1;
-}
+using testing::component;
 
 struct Case {
   const char* model;

@@ -16,13 +16,7 @@
 namespace shardsim {
 namespace {
 
-int64_t component(const MemoryReport& r, std::string_view name) {
-  for (const auto& c : r.components) {
-    if (c.name == name) return c.bytes;
-  }
-  ADD_FAILURE() << "no memory component " << name;
-  return -1;
-}
+using testing::component;
 
 MemoryReport walked(const Scenario& s) {
   return training_memory(s, lower_training_step(s));

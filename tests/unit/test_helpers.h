@@ -1,9 +1,14 @@
 // Helpers shared by the unit tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/scenario.h"
 
 namespace shardsim::testing {
@@ -11,6 +16,16 @@ namespace shardsim::testing {
 /// A scenario from inline JSON text.
 inline Scenario scenario(const std::string& json, const std::vector<Override>& sets = {}) {
   return parse_scenario(json, "test.json", sets);
+}
+
+/// The bytes of the memory report's component `name` (a test failure, and
+/// -1, when the report has none).
+inline int64_t component(const MemoryReport& r, std::string_view name) {
+  for (const auto& c : r.components) {
+    if (c.name == name) return c.bytes;
+  }
+  ADD_FAILURE() << "no memory component " << name;
+  return -1;
 }
 
 }  // namespace shardsim::testing

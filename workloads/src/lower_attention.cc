@@ -95,18 +95,8 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<O
   for (int64_t i = 0; i < cp_; ++i) {
     OpId next = kNone;
     if (i + 1 < cp_) {
-      Op snd = base("cp send kv", layer, pass, TrainStreams::kCpSend);
-      snd.kind = OpKind::kSend;
-      snd.peer = 1;
-      snd.peer_axis = MeshAxis::kCp;
-      snd.comm_bytes = Bytes(block_bytes);
-      b_.add(snd, i == 0 ? deps : std::vector<OpId>{have});
-      Op rcv = base("cp recv kv", layer, pass, TrainStreams::kCpRecv);
-      rcv.kind = OpKind::kRecv;
-      rcv.peer = -1;
-      rcv.peer_axis = MeshAxis::kCp;
-      rcv.comm_bytes = Bytes(block_bytes);
-      next = b_.add(rcv);
+      next = ring_exchange("cp send kv", "cp recv kv", layer, pass, MeshAxis::kCp, TrainStreams::kCpSend,
+                           TrainStreams::kCpRecv, block_bytes, i == 0 ? deps : std::vector<OpId>{have});
     }
     Op o = base("ring attention", layer, pass, kC);
     o.compute = ComputeKind::kAttention;

@@ -194,20 +194,9 @@ OpId StageLowering::ub_gather_matmul(std::string_view name, int32_t L, Pass pass
   for (int64_t i = 0; i < t_; ++i) {
     OpId next = kNone;
     if (i + 1 < t_) {
-      Op snd = base("tp ring send", L, pass, TrainStreams::kTpSend);
-      snd.kind = OpKind::kSend;
-      snd.peer = 1;
-      snd.peer_axis = MeshAxis::kTp;
-      snd.comm_bytes = Bytes(shard_bytes);
-      snd.holds_sms = false;
-      b_.add(snd, i == 0 ? deps : std::vector<OpId>{have});
-      Op rcv = base("tp ring recv", L, pass, TrainStreams::kTpRecv);
-      rcv.kind = OpKind::kRecv;
-      rcv.peer = -1;
-      rcv.peer_axis = MeshAxis::kTp;
-      rcv.comm_bytes = Bytes(shard_bytes);
-      rcv.holds_sms = false;
-      next = b_.add(rcv);
+      next = ring_exchange("tp ring send", "tp ring recv", L, pass, MeshAxis::kTp, TrainStreams::kTpSend,
+                           TrainStreams::kTpRecv, shard_bytes, i == 0 ? deps : std::vector<OpId>{have},
+                           /*holds_sms=*/false);
       last_recv = next;
     }
     x = matmul(name, L, pass, m / t_, n, k, i == 0 ? deps : std::vector<OpId>{x, have}, model_fraction);

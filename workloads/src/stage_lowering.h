@@ -297,6 +297,28 @@ class StageLowering {
     o.comm_bytes = Bytes(boundary_bytes());
     return b_.add(o);
   }
+  /// One step of a ring over `axis`: a send of `bytes` to the next member
+  /// (after `deps`) and the matching receive from the previous one, on their
+  /// own streams (ring attention's KV blocks, userbuffers' ring exchange;
+  /// `holds_sms` false for copy-engine transfers). Returns the receive.
+  OpId ring_exchange(std::string_view send_name, std::string_view recv_name, int32_t layer, Pass pass, MeshAxis axis,
+                     StreamId send_stream, StreamId recv_stream, int64_t bytes, const std::vector<OpId>& deps,
+                     bool holds_sms = true) {
+    Op snd = base(send_name, layer, pass, send_stream);
+    snd.kind = OpKind::kSend;
+    snd.peer = 1;
+    snd.peer_axis = axis;
+    snd.comm_bytes = Bytes(bytes);
+    snd.holds_sms = holds_sms;
+    b_.add(snd, deps);
+    Op rcv = base(recv_name, layer, pass, recv_stream);
+    rcv.kind = OpKind::kRecv;
+    rcv.peer = -1;
+    rcv.peer_axis = axis;
+    rcv.comm_bytes = Bytes(bytes);
+    rcv.holds_sms = holds_sms;
+    return b_.add(rcv);
+  }
   /// A receive and, with scatter/gather, the all-gather over tp of the
   /// received slices (Megatron's gather_split_1d_tensor).
   OpId received(Pass pass) {
