@@ -41,6 +41,8 @@ Usage:
       --sweep MIN:MAX      every size from MIN to MAX, each F times the last
                            (default 2, like nccl-tests -b MIN -e MAX -f 2), as
                            a table: size, time, algbw, busbw, algorithm
+                           (inside a GPU node: NCCL's choice of algorithm and
+                           protocol, e.g. nvls/Simple, ring/LL128)
       G: all (default), N (the first N devices), or tp / dp (a scenario's
          group holding device 0)
       --concurrent         run every group of that shape at once (contention)

@@ -17,6 +17,7 @@
 #include <map>
 
 #include "shardsim/core/error.h"
+#include "shardsim/sim/nccl_model.h"
 
 namespace shardsim {
 namespace {
@@ -186,6 +187,43 @@ std::vector<Level> levels_for(std::span<const DeviceId> members, const Topology&
   return levels;
 }
 
+/// A collective inside one NVSwitch node as NCCL runs it (nccl_model.h): one
+/// phase of ring-edge flows (a broadcast: the chain from the first member),
+/// each carrying what its links move in NCCL's transfer time, so that alone
+/// on the fabric the phase takes exactly that time and beside other traffic
+/// it shares the links by max-min fairness; NCCL's latency and pipeline fill
+/// are the phase's fixed latency.
+CollectivePlan nccl_plan(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
+                         const NcclSpec& spec) {
+  const NcclTiming t = nccl_time(kind, size, static_cast<int64_t>(members.size()), spec);
+  CollectivePlan plan;
+  plan.algorithm = std::string(to_string(t.cost.algorithm)) + "/" + std::string(to_string(t.cost.protocol)) + " (nccl)";
+  CollectivePhase ph;
+  const size_t n = members.size();
+  const size_t edges = kind == CollectiveKind::kBroadcast ? n - 1 : n;
+  std::vector<LinkId> route;
+  for (size_t i = 0; i < edges; ++i) {
+    const DeviceId a = members[i];
+    const DeviceId b = members[(i + 1) % n];
+    route.clear();
+    topo.route(a, b, route);
+    double narrowest = 0;
+    for (LinkId l : route) {
+      const double bw = topo.link(l).bandwidth.value();
+      if (narrowest == 0 || bw < narrowest) narrowest = bw;
+    }
+    ph.flows.push_back({a, b, narrowest * t.transfer_us * 1e-6});
+  }
+  ph.latency = to_sim_time((t.cost.latency_us + t.fill_us) * 1e-6);
+  plan.phases.push_back(std::move(ph));
+  return plan;
+}
+
+bool within_one_node(std::span<const DeviceId> members, const Topology& topo) {
+  return std::all_of(members.begin(), members.end(),
+                     [&](DeviceId d) { return topo.node_of(d) == topo.node_of(members.front()); });
+}
+
 }  // namespace
 
 CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
@@ -196,6 +234,10 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
   if (p < 2) {
     plan.algorithm = "none (group of one)";
     return plan;
+  }
+  if (costs.nccl.compute_capability > 0 && topo.kind() == FabricKind::kNvswitchFatTree && nccl_models(kind) &&
+      within_one_node(members, topo)) {
+    return nccl_plan(kind, size, members, topo, costs.nccl);
   }
   if (kind == CollectiveKind::kAllToAll) {
     plan.algorithm = "direct";

@@ -62,7 +62,7 @@ struct Pair {
 /// on both backends.
 Pair collective_on_both(CollectiveKind kind, int64_t bytes, const Mesh& m, uint8_t axes, const Topology& topo,
                         bool all_groups) {
-  const CollectiveCosts costs{microseconds(10), Bytes(0)};
+  const CollectiveCosts costs{microseconds(10), Bytes(0), NcclSpec{}};
   const double native =
       simulate_collective(kind, Bytes(bytes), m, axes, topo, ChipSpec{}, costs, all_groups).step_time.seconds();
   EngineOptions opt;

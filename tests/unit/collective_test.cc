@@ -39,7 +39,7 @@ TorusSpec torus(std::vector<int64_t> dims, double link_GBps = 45) {
 
 double seconds(CollectiveKind k, int64_t bytes, const Mesh& m, uint8_t axes, const Topology& t,
                SimTime base = SimTime(), bool all = false, Bytes chunk = Bytes(0)) {
-  return simulate_collective(k, Bytes(bytes), m, axes, t, ChipSpec{}, CollectiveCosts{base, chunk}, all)
+  return simulate_collective(k, Bytes(bytes), m, axes, t, ChipSpec{}, CollectiveCosts{base, chunk, NcclSpec{}}, all)
       .step_time.seconds();
 }
 

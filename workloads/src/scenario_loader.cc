@@ -108,6 +108,8 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.dcn_per_chip = gbyte_per_s(r.number_in("dcn_GBps_per_chip", 0, 1e6, 0));
   r.int_in("ici_ports", 0, 64, 0);
   c.nvlink_ring_efficiency = r.number_in("nvlink_ring_efficiency", 0.01, 1, 1);
+  c.compute_capability = static_cast<int>(r.int_in("compute_capability", 0, 1000, 0));
+  c.nvlink_links = static_cast<int>(r.int_in("nvlink_links", 0, 1024, 0));
   c.matmul_efficiency = r.number_in("matmul_efficiency", 0.01, 1, 1);
   c.fp8_matmul_efficiency = r.number_in("fp8_matmul_efficiency", 0.01, 1, c.matmul_efficiency);
   c.matmul_k_overhead = r.number_in("matmul_k_overhead", 0, 1e6, 0);
@@ -262,6 +264,18 @@ FatTreeSpec parse_fat_tree(ObjectReader& r, const ChipSpec& chip, int64_t device
   // channels. It reproduces the pipeline-fill cost seen in nccl-tests
   // (docs/model.md, section 9).
   c.collective.pipeline_chunk = Bytes(r.int_in("pipeline_chunk_bytes", 0, int64_t{1} << 40, int64_t{4} << 20));
+  // Groups inside one node follow NCCL's cost model when the chip names its
+  // compute capability and NVLinks (sim/nccl_model.h); the realization
+  // figures default to the fit of scripts/fit_nccl.py.
+  NcclSpec& nccl = c.collective.nccl;
+  if (chip.family == ChipFamily::kGpu && chip.compute_capability > 0 && chip.nvlink_links > 0) {
+    nccl.compute_capability = chip.compute_capability;
+    nccl.nvlink_links = chip.nvlink_links;
+  }
+  nccl.nvls = r.boolean("nvls", true);
+  nccl.ll_efficiency = r.number_in("nccl_ll_efficiency", 0.01, 1, nccl.ll_efficiency);
+  nccl.ll128_efficiency = r.number_in("nccl_ll128_efficiency", 0.01, 1, nccl.ll128_efficiency);
+  nccl.fill_chunks = r.number_in("nccl_fill_chunks", 0, 1000, nccl.fill_chunks);
   return f;
 }
 

@@ -32,7 +32,10 @@ struct CollectivePlan {
 /// Plans `kind` of `size` bytes (nccl-tests' size: the all-gather output,
 /// the reduce-scatter input, the all-reduce buffer, the all-to-all send
 /// buffer) over `members` (ascending device ids).
-///   GPU fat tree: one node -> ring over NVLink; one GPU per node -> ring over
+///   GPU fat tree with NCCL costs (costs.nccl.compute_capability > 0): a
+///   group inside one node -> the algorithm and protocol NCCL picks, timed by
+///   nccl_model.h (all-reduce, all-gather, reduce-scatter, broadcast).
+///   GPU fat tree otherwise: one node -> ring over NVLink; one GPU per node -> ring over
 ///   the NICs; k GPUs in each of n nodes -> hierarchical (intra-node ring,
 ///   k parallel inter-node rings on S/k, intra-node ring).
 ///   Torus: a sub-grid group -> one phase per torus axis it spans, with

@@ -27,6 +27,10 @@ struct ChipSpec {
   BytesPerSec dcn_per_chip{0};    ///< TPU: the chip's share of its host's data-center network, one way
   /// Measured ring all-reduce bus bandwidth / NVLink line rate (NCCL figures).
   double nvlink_ring_efficiency = 1.0;
+  /// GPU: CUDA compute capability x 10 (80 A100, 90 H100/H200, 100 B200) and
+  /// NVLinks to the NVSwitches: what NCCL's cost model reads (0: unknown).
+  int compute_capability = 0;
+  int nvlink_links = 0;
   // Compute model defaults (sim/compute_model.h documents their use).
   double matmul_efficiency = 1.0;      ///< large bf16 GEMM fraction of the bf16 peak
   double fp8_matmul_efficiency = 1.0;  ///< large fp8 GEMM fraction of the fp8 peak

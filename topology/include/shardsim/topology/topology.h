@@ -63,6 +63,20 @@ struct FatTreeSpec {
   double oversubscription = 1.0;  ///< leaf down capacity / leaf up capacity
 };
 
+/// What NCCL's cost model needs to know about a GPU node (sim/nccl_model.h).
+/// compute_capability 0 means the fabric's collectives are not NCCL's (CPU
+/// hosts, tests of the generic ring model).
+struct NcclSpec {
+  int compute_capability = 0;  ///< 80 Ampere, 90 Hopper, 100 Blackwell
+  int nvlink_links = 0;        ///< NVLinks from a GPU to its node's NVSwitches
+  bool nvls = true;            ///< NVLink SHARP may be used (NCCL_NVLS_ENABLE)
+  // Realization of NCCL's model: fitted by scripts/fit_nccl.py on the
+  // nccl-tests curves in examples/validation/nccl/ (docs/model.md, section 9).
+  double ll_efficiency = 0.68;     ///< achieved / NCCL-modelled bandwidth of LL
+  double ll128_efficiency = 0.72;  ///< the same for LL128 (Simple is 1)
+  double fill_chunks = 2.25;       ///< pipeline fill, in chunks of one channel
+};
+
 /// Fixed costs of a collective beyond its bytes over the links.
 struct CollectiveCosts {
   /// Paid once per collective call (NCCL's base latency).
@@ -71,6 +85,9 @@ struct CollectiveCosts {
   /// a ring of r ranks fills its pipeline in (r-1) steps of this size, i.e.
   /// (r-1)·chunk/B on top of the α-β time (Patarasuk & Yuan 2009). 0: no fill.
   Bytes pipeline_chunk{0};
+  /// Single-node GPU collectives follow NCCL's cost model when set; the
+  /// latency and chunk above then apply only to other groups.
+  NcclSpec nccl;
 };
 
 class Topology {

@@ -1,0 +1,264 @@
+// NCCL's cost model inside one NVSwitch node (see nccl_model.h). Every
+// constant below is NCCL's, quoted with the file it comes from
+// (NVIDIA/nccl at 5067397); the three realization figures of NcclSpec are the
+// only fitted numbers (scripts/fit_nccl.py).
+#include "shardsim/sim/nccl_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "shardsim/core/error.h"
+
+namespace shardsim {
+namespace {
+
+constexpr int kProtocols = 3;  // LL, LL128, Simple: NCCL's protocol order
+constexpr int kSteps = 8;      // NCCL_STEPS (src/include/device.h)
+
+/// NCCL's index of a GPU generation: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell.
+int generation(int cc) {
+  return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
+}
+
+/// NVLink bandwidth of one link as NCCL's topology counts it, GB/s
+/// (src/graph/topo.h: SM70/SM80_NVLINK_BW 20.0, SM90 20.6, SM100 40.1).
+double nvlink_link_GBps(int cc) {
+  return cc >= 100 ? 40.1 : cc >= 90 ? 20.6 : 20.0;
+}
+
+/// Per-channel speeds the intra-node graph search tries, fastest first
+/// (src/graph/search.cc: speedArrayIntra, sm90SpeedArrayIntra,
+/// sm100SpeedArrayIntra).
+std::vector<double> intra_speeds(int cc) {
+  if (cc >= 100) return {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+  if (cc >= 90) return {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+  return {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
+}
+
+// src/graph/tuning.cc, ncclTunerConstantsDefaults; [protocol] = LL, LL128, Simple.
+constexpr std::array<double, kProtocols> kRingBaseLatency_us{6.6, 14.0, 8.4};
+constexpr std::array<double, kProtocols> kRingNvlinkHopLatency_us{0.6, 1.9, 3.4};
+constexpr double kNvlsNvlinkLatency_us = 25;  // hwLatencies[NVLINK][NVLS][Simple]; NVLS base latency is 0
+constexpr std::array<double, 4> kLlMaxBw_GBps{39.0, 87.7, 141.0, 282.0};         // llMaxBws[gen][N1]
+constexpr std::array<double, 4> kPerChRingLl128Bw_GBps{20.0, 20.0, 36.7, 40.0};  // perChMaxRingLL128Bws[gen][N1]
+constexpr std::array<double, 4> kNvlsEfficiency{0.0, 0.0, 0.85, 0.74};           // nvlsEfficiency[gen]
+
+// Threads and per-thread work before NCCL adds channels (src/include/device.h,
+// comm.h; tuning.cc: ring LL's threshold is multiplied by nRanks).
+constexpr std::array<int, kProtocols> kMaxThreads{512, 640, 512};  // NCCL_LL/LL128/SIMPLE_MAX_NTHREADS
+constexpr std::array<int, kProtocols> kThreadThreshold{8, 8, 64};  // NCCL_*_THREAD_THRESHOLD
+
+/// A ring's chunk: NCCL_STEPS slots share a protocol's buffer (src/init.cc:
+/// LL 8 lines x 512 threads x 8 steps x 16 B, LL128 120 x 640 x 8 x 8 B,
+/// Simple 4 MiB); Simple's chunk is 4 steps (ALLREDUCE/ALLGATHER_CHUNKSTEPS),
+/// LL carries half its bytes as flags, LL128 15 of every 16 words
+/// (enqueue.cc, calcCollChunking).
+double ring_chunk_bytes(NcclProtocol p) {
+  switch (p) {
+    case NcclProtocol::kLL:
+      return 8.0 * 512 * kSteps * 16 / kSteps / 2;
+    case NcclProtocol::kLL128:
+      return 120.0 * 640 * kSteps * 8 / kSteps * 15 / 16;
+    case NcclProtocol::kSimple:
+      break;
+  }
+  return double{1 << 22} / kSteps * 4;
+}
+
+/// NVLS's chunk at `bytes` (enqueue.cc, calcCollChunking): NCCL_NVLS_CHUNKSIZE
+/// (128 KiB) shrinks to 64, 32 and 16 KiB as the message gets small compared
+/// with the concurrent operations (channels x heads).
+double nvls_chunk_bytes(double bytes, double ops) {
+  double c = 128 * 1024;
+  if (bytes < 64 * ops * c && c > 65536) c = 65536;
+  if (bytes < 8 * ops * c && c > 32768) c = 32768;
+  if (bytes < 2 * ops * c && c > 16384) c = 16384;
+  return c;
+}
+
+/// NVLS channels (CTAs) at run time (src/transport/nvls.cc): 16 on Hopper,
+/// 24 on a single Blackwell NVLink domain.
+int nvls_runtime_channels(int cc) {
+  return cc >= 100 ? 24 : 16;
+}
+
+struct Graph {
+  int channels = 0;
+  double bw_intra = 0;  // per channel, GB/s
+  double bw_inter = 0;
+};
+
+/// The ring graph NCCL's search finds in an NVSwitch node: the fastest speed
+/// s of the array for which one channel fits, as many channels as the GPU's
+/// NVLinks carry at s, then doubled at half the speed when s >= 25 (and, past
+/// Ampere, s >= 50 or at most 4 channels) by ncclTopoDupChannels, at most
+/// MAXCHANNELS/2 = 32 (init.cc).
+Graph ring_graph(double total_GBps, int cc) {
+  Graph g;
+  const std::vector<double> speeds = intra_speeds(cc);
+  double s = speeds.back();
+  for (double v : speeds) {
+    if (v <= total_GBps) {
+      s = v;
+      break;
+    }
+  }
+  g.channels = std::clamp(static_cast<int>(std::floor(total_GBps / s + 1e-9)), 1, 32);
+  g.bw_intra = s;
+  const bool dup = s >= 25.0 && !(cc > 80 && s < 50.0 && g.channels > 4);
+  if (dup) {
+    const int doubled = std::min(2 * g.channels, 32);
+    const int factor = (doubled + g.channels - 1) / g.channels;
+    g.bw_intra /= factor;
+    g.channels = doubled;
+  }
+  g.bw_inter = g.bw_intra;
+  return g;
+}
+
+/// The NVLS graph (search.cc): one channel per GPU (head), each GPU sending
+/// and receiving s for every other head's channel and 2s for its own, so
+/// (n + 1)·s must fit its NVLinks; the second search pass then raises
+/// bwInter one speed at a time while it is below 2·bwIntra.
+Graph nvls_graph(double total_GBps, int cc, int64_t ranks) {
+  Graph g;
+  g.channels = static_cast<int>(std::min<int64_t>(ranks, 32));  // NCCL_MAX_NVLS_ARITY
+  const std::vector<double> speeds = intra_speeds(cc);
+  size_t i = 0;
+  while (i + 1 < speeds.size() && static_cast<double>(ranks + 1) * speeds[i] > total_GBps) ++i;
+  g.bw_intra = speeds[i];
+  size_t j = i;
+  while (j > 0 && speeds[j] < 2 * g.bw_intra) --j;
+  g.bw_inter = speeds[j];
+  return g;
+}
+
+int protocol_index(NcclProtocol p) {
+  return static_cast<int>(p);
+}
+
+}  // namespace
+
+std::string_view to_string(NcclAlgorithm a) {
+  return a == NcclAlgorithm::kRing ? "ring" : "nvls";
+}
+
+std::string_view to_string(NcclProtocol p) {
+  switch (p) {
+    case NcclProtocol::kLL:
+      return "LL";
+    case NcclProtocol::kLL128:
+      return "LL128";
+    case NcclProtocol::kSimple:
+      break;
+  }
+  return "Simple";
+}
+
+double NcclCost::model_us(Bytes size) const {
+  return latency_us + static_cast<double>(size.value()) / (1000.0 * bandwidth_GBps);
+}
+
+bool nccl_models(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather ||
+         kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kBroadcast;
+}
+
+// ncclTopoTuneModel (src/graph/tuning.cc) for one node (nNodes = 1, so
+// ppn = nRanks and every hop is NVLink):
+//   busBw = channels · bw; LL: min(llMaxBw, busBw/2); LL128: min(0.92·busBw,
+//   channels · perChMaxRingLL128Bw); NVLS: bw = min(bwIntra · nvlsEfficiency ·
+//   (ch-1)/ch · (2 for all-reduce, else (n-1)/n), bwInter).
+//   Ring and NVLS bandwidths become algorithm bandwidths by nRanks / nsteps
+//   (nsteps = 2(n-1) all-reduce, n-1 all-gather / reduce-scatter, n
+//   broadcast) except NVLS all-gather / reduce-scatter, which keep busBw.
+//   Latency: ring = baseLat + nsteps · hwLat[NVLink] (broadcast on identical
+//   channels: baseLat + hwLat); NVLS = hwLat[NVLink][NVLS] = 25 us.
+std::vector<NcclCost> nccl_costs(CollectiveKind kind, int64_t ranks, const NcclSpec& spec) {
+  std::vector<NcclCost> out;
+  if (!nccl_models(kind) || ranks < 2 || spec.compute_capability <= 0 || spec.nvlink_links <= 0) return out;
+  const int cc = spec.compute_capability;
+  const int gen = generation(cc);
+  const double total = spec.nvlink_links * nvlink_link_GBps(cc);
+  const auto n = static_cast<double>(ranks);
+  const double nsteps = kind == CollectiveKind::kAllReduce   ? 2 * (n - 1)
+                        : kind == CollectiveKind::kBroadcast ? n
+                                                             : n - 1;
+  const Graph ring = ring_graph(total, cc);
+  for (int p = 0; p < kProtocols; ++p) {
+    double bus = ring.channels * ring.bw_intra;
+    if (p == protocol_index(NcclProtocol::kLL)) bus = std::min(kLlMaxBw_GBps[static_cast<size_t>(gen)], bus * 0.5);
+    if (p == protocol_index(NcclProtocol::kLL128)) {
+      bus = std::min(bus * 0.92, ring.channels * kPerChRingLl128Bw_GBps[static_cast<size_t>(gen)]);
+    }
+    NcclCost c;
+    c.algorithm = NcclAlgorithm::kRing;
+    c.protocol = static_cast<NcclProtocol>(p);
+    c.channels = ring.channels;
+    c.bandwidth_GBps = bus * n / nsteps;
+    const auto pi = static_cast<size_t>(p);
+    c.latency_us =
+        kRingBaseLatency_us[pi] + (kind == CollectiveKind::kBroadcast ? 1.0 : nsteps) * kRingNvlinkHopLatency_us[pi];
+    out.push_back(c);
+  }
+  // NVLS needs NVSwitch multicast (Hopper and later) and two channels.
+  if (spec.nvls && cc >= 90 && kind != CollectiveKind::kBroadcast && ranks <= 32) {
+    const Graph g = nvls_graph(total, cc, ranks);
+    if (g.channels >= 2) {
+      double intra = g.bw_intra * kNvlsEfficiency[static_cast<size_t>(gen)] * (g.channels - 1) / g.channels;
+      intra *= kind == CollectiveKind::kAllReduce ? 2.0 : (n - 1) / n;
+      const double bw = std::min(intra, g.bw_inter);
+      NcclCost c;
+      c.algorithm = NcclAlgorithm::kNvls;
+      c.protocol = NcclProtocol::kSimple;
+      c.channels = g.channels;
+      const double bus = g.channels * bw;
+      c.bandwidth_GBps = kind == CollectiveKind::kAllReduce ? bus * n / nsteps : bus;
+      c.latency_us = kNvlsNvlinkLatency_us;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+NcclTiming nccl_time(CollectiveKind kind, Bytes size, int64_t ranks, const NcclSpec& spec) {
+  const std::vector<NcclCost> costs = nccl_costs(kind, ranks, spec);
+  SHARDSIM_ASSERT(!costs.empty(), "nccl_time needs a collective NCCL models on two or more GPUs");
+  NcclTiming t;
+  t.cost = costs.front();
+  for (const NcclCost& c : costs) {
+    if (c.model_us(size) < t.cost.model_us(size)) t.cost = c;
+  }
+  const auto bytes = static_cast<double>(size.value());
+  const auto n = static_cast<double>(ranks);
+  const NcclCost& c = t.cost;
+  double efficiency = 1.0;
+  if (c.protocol == NcclProtocol::kLL) efficiency = spec.ll_efficiency;
+  if (c.protocol == NcclProtocol::kLL128) efficiency = spec.ll128_efficiency;
+  double units = 0;  // pipelines that run side by side
+  if (c.algorithm == NcclAlgorithm::kRing) {
+    // topoGetAlgoInfo: drop channels while bytes < channels · threads ·
+    // threshold (ring LL's threshold times nRanks).
+    const auto pi = static_cast<size_t>(protocol_index(c.protocol));
+    const double threshold = kThreadThreshold[pi] * (c.protocol == NcclProtocol::kLL ? n : 1.0);
+    int nc = c.channels;
+    while (nc > 1 && bytes < nc * kMaxThreads[pi] * threshold) --nc;
+    t.channels_used = nc;
+    // A ring channel loops over nRanks chunks (broadcast: one) at a time.
+    const double slots = kind == CollectiveKind::kBroadcast ? 1.0 : n;
+    t.chunk_bytes = std::min(ring_chunk_bytes(c.protocol), bytes / (nc * slots));
+    units = nc;
+  } else {
+    t.channels_used = c.channels;
+    units = static_cast<double>(nvls_runtime_channels(spec.compute_capability)) * c.channels;  // channels x heads
+    t.chunk_bytes = nvls_chunk_bytes(bytes, units);
+  }
+  const double bw = c.bandwidth_GBps * efficiency * t.channels_used / c.channels;  // GB/s = bytes per ns
+  t.transfer_us = bytes / (1000.0 * bw);
+  t.fill_us = spec.fill_chunks * t.chunk_bytes / (1000.0 * bw / units);
+  t.time_us = c.latency_us + t.transfer_us + t.fill_us;
+  return t;
+}
+
+}  // namespace shardsim
