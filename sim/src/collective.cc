@@ -99,7 +99,10 @@ CollectivePhase ring_phase(const std::vector<Ring>& rings, double data, bool bid
       shared.pipeline_chunk = Bytes(costs.pipeline_chunk.value() / std::max<int64_t>(1, through));
     }
     const double step_bytes = data / static_cast<double>(r) / (bidirectional ? 2.0 : 1.0);
-    ph.latency = ring_latency(ring_step(rings, bidirectional, topo), static_cast<int64_t>(r - 1), step_bytes, shared);
+    // A bidirectional ring reaches every member in floor(r/2) hops each way
+    // (the scaling book: "floor(N/2) hops"); a one-way ring needs r-1.
+    const auto steps = static_cast<int64_t>(bidirectional ? r / 2 : r - 1);
+    ph.latency = ring_latency(ring_step(rings, bidirectional, topo), steps, step_bytes, shared);
   }
   return ph;
 }
@@ -224,6 +227,25 @@ bool within_one_node(std::span<const DeviceId> members, const Topology& topo) {
                      [&](DeviceId d) { return topo.node_of(d) == topo.node_of(members.front()); });
 }
 
+/// How many leading levels of a torus plan are ICI axes that can run at
+/// once (0 unless at least two): a level whose first ring's links are all
+/// ICI links.
+size_t concurrent_axes(const std::vector<Level>& levels, const Topology& topo) {
+  if (topo.kind() != FabricKind::kTorus) return 0;
+  size_t m = 0;
+  std::vector<LinkId> route;
+  for (const Level& lv : levels) {
+    const Ring& r = lv.rings.front();
+    route.clear();
+    if (r.size() >= 2) topo.route(r[0], r[1], route);
+    const bool ici =
+        std::all_of(route.begin(), route.end(), [&](LinkId l) { return topo.link(l).kind == LinkKind::kIci; });
+    if (!ici || route.empty()) break;
+    ++m;
+  }
+  return m >= 2 ? m : 0;
+}
+
 }  // namespace
 
 CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
@@ -280,12 +302,39 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
       d /= static_cast<double>(levels[i].size());
     }
     auto phase = [&](size_t i) { return ring_phase(levels[i].rings, data[i], levels[i].bidirectional, topo, costs); };
+    // On a torus the leading ICI axes (m >= 2 of them; a multislice's DCN
+    // axis stays outside) work at once: the data is cut into m parts and part
+    // j visits the axes in the order j, j+1, ..., so at every step each axis
+    // carries one part. A gather over m axes then has m times one axis's
+    // bandwidth, the scaling book's T = V / (W_ici · N_axes) ("How to Scale
+    // Your Model", sharded matmuls: AllGather over multiple axes).
+    const size_t m = concurrent_axes(levels, topo);
+    const double part = S / static_cast<double>(std::max<size_t>(m, 1));
+    auto axis_at = [&](size_t j, size_t t) { return (j + t) % m; };  // part j's axis at gather step t
+    auto inner_step = [&](size_t t, bool gather) {
+      CollectivePhase merged;
+      for (size_t j = 0; j < m; ++j) {
+        // A gather's step t ends with the data of the steps after it still
+        // to come; a reduce-scatter runs the gather's steps in reverse.
+        const size_t gt = gather ? t : m - 1 - t;
+        double dj = part;
+        for (size_t s = gt + 1; s < m; ++s) dj /= static_cast<double>(levels[axis_at(j, s)].size());
+        const Level& lv = levels[axis_at(j, gt)];
+        CollectivePhase ph = ring_phase(lv.rings, dj, lv.bidirectional, topo, costs);
+        merged.flows.insert(merged.flows.end(), ph.flows.begin(), ph.flows.end());
+        merged.latency = std::max(merged.latency, ph.latency);
+      }
+      plan.phases.push_back(std::move(merged));
+    };
     auto rs = [&] {
-      for (size_t i = 0; i < nl; ++i) plan.phases.push_back(phase(i));
+      for (size_t t = 0; t < m; ++t) inner_step(t, false);
+      for (size_t i = m; i < nl; ++i) plan.phases.push_back(phase(i));
     };
     auto ag = [&] {
-      for (size_t i = nl; i-- > 0;) plan.phases.push_back(phase(i));
+      for (size_t i = nl; i-- > m;) plan.phases.push_back(phase(i));
+      for (size_t t = 0; t < m; ++t) inner_step(t, true);
     };
+    if (m >= 2) plan.algorithm = "per-axis bidirectional rings, " + std::to_string(m) + " axes at once";
     if (kind == CollectiveKind::kAllGather) {
       ag();
     } else if (kind == CollectiveKind::kReduceScatter) {

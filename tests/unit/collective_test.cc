@@ -79,18 +79,43 @@ TEST(CollectiveClosedForm, RingAllReduceAcrossNodesWithBaseLatency) {
 TEST(CollectiveClosedForm, BidirectionalTorusRingHalvesTheBandwidthTerm) {
   const auto topo = make_torus(torus({16}));
   const double S = 1e9, B = 45e9, p = 16, alpha = 1e-6;
-  const double expect = (p - 1) / p * S / (2 * B) + (p - 1) * alpha;
+  const double expect = (p - 1) / p * S / (2 * B) + p / 2 * alpha;  // floor(p/2) hops each way
   EXPECT_NEAR(seconds(CollectiveKind::kAllGather, 1'000'000'000, mesh(1, 16), kDp, *topo), expect, expect * 0.01);
 }
 
-TEST(CollectiveClosedForm, TwoAxisTorusAllReduceMovesEachAxisInTurn) {
+// Two axes at once: each half of S visits the axes in its own order, so at
+// every step both axes carry a half. Reduce-scatter: both halves on their
+// first axis (S/2 each), then on the other (S/8 each); all-gather back.
+TEST(CollectiveClosedForm, TwoAxisTorusAllReduceUsesBothAxesAtOnce) {
   const auto topo = make_torus(torus({4, 4}));
   const double S = 64e6, B = 45e9, alpha = 1e-6;
-  // Reduce-scatter along x on S, along y on S/4; all-gather back.
-  const double x = 3.0 / 4 * S / (2 * B) + 3 * alpha;
-  const double y = 3.0 / 4 * (S / 4) / (2 * B) + 3 * alpha;
-  const double expect = 2 * (x + y);
+  const double first = 3.0 / 4 * (S / 2) / (2 * B) + 2 * alpha;
+  const double second = 3.0 / 4 * (S / 8) / (2 * B) + 2 * alpha;
+  const double expect = 2 * (first + second);
   EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 64'000'000, mesh(1, 16), kDp, *topo), expect, expect * 0.01);
+}
+
+// The scaling book's all-gather over N_axes torus axes of V bytes with
+// bidirectional ICI bandwidth W = 2·B per axis: T = max(T_min·Σ|X_i|/2,
+// V / (W·N_axes)) ("How to Scale Your Model", sharded matmuls). Bandwidth
+// bound, 16x16 and 8x8x8 wrapped tori come within (n-1)/n·(1 + 1/n + ...)
+// of it, and the all-reduce costs twice the all-gather.
+TEST(CollectiveClosedForm, ScalingBookAllGatherOverSeveralAxes) {
+  const double V = 4e9, B = 45e9, W = 2 * B;
+  const auto one = make_torus(torus({16}));
+  const auto two = make_torus(torus({16, 16}));
+  const auto three = make_torus(torus({8, 8, 8}));
+  const double t1 = seconds(CollectiveKind::kAllGather, 4'000'000'000, mesh(1, 16), kDp, *one);
+  const double t2 = seconds(CollectiveKind::kAllGather, 4'000'000'000, mesh(1, 256), kDp, *two);
+  const double t3 = seconds(CollectiveKind::kAllGather, 4'000'000'000, mesh(1, 512), kDp, *three);
+  EXPECT_NEAR(t1, V / W, 0.07 * V / W);  // (15/16) of V/W
+  EXPECT_NEAR(t2, V / (W * 2), 0.02 * V / (W * 2));
+  EXPECT_NEAR(t3, V / (W * 3), 0.03 * V / (W * 3));
+  EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 4'000'000'000, mesh(1, 256), kDp, *two), 2 * t2, 0.01 * t2);
+  EXPECT_NEAR(seconds(CollectiveKind::kReduceScatter, 4'000'000'000, mesh(1, 256), kDp, *two), t2, 0.01 * t2);
+  // Latency bound: a tiny gather pays the longest path's hops,
+  // T_min·Σ|X_i|/2 with T_min = 1 us: 8 + 8 hops.
+  EXPECT_NEAR(seconds(CollectiveKind::kAllGather, 1024, mesh(1, 256), kDp, *two), 16e-6, 0.1e-6);
 }
 
 // Multislice: slices of a 4-chip ring joined by the DCN. A data-parallel
@@ -105,7 +130,7 @@ TEST(CollectiveClosedForm, MultisliceAllReduceCrossesTheDcnOnOneShard) {
   const auto topo = make_torus(spec);
   ASSERT_EQ(topo->num_devices(), 8);
   const double S = 64e6, B = 45e9, D = 6.25e9, alpha = 1e-6;
-  const double x = 3.0 / 4 * S / (2 * B) + 3 * alpha;
+  const double x = 3.0 / 4 * S / (2 * B) + 2 * alpha;
   const double dcn = 1.0 / 2 * (S / 4) / D + 10e-6;
   EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 64'000'000, mesh(1, 8), kDp, *topo), 2 * (x + dcn),
               2 * (x + dcn) * 0.01);
@@ -113,7 +138,7 @@ TEST(CollectiveClosedForm, MultisliceAllReduceCrossesTheDcnOnOneShard) {
   // bandwidth term is the unidirectional ring's, (3/4)·(S/4)/D.
   spec.dcn_slices = 4;
   const auto four = make_torus(spec);
-  const double dcn4 = 3.0 / 4 * (S / 4) / D + 3 * 10e-6;
+  const double dcn4 = 3.0 / 4 * (S / 4) / D + 2 * 10e-6;
   EXPECT_NEAR(seconds(CollectiveKind::kAllReduce, 64'000'000, mesh(1, 16), kDp, *four), 2 * (x + dcn4),
               2 * (x + dcn4) * 0.01);
 }
