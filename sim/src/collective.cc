@@ -257,8 +257,8 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
     plan.algorithm = "none (group of one)";
     return plan;
   }
-  if (costs.nccl.compute_capability > 0 && topo.kind() == FabricKind::kNvswitchFatTree && nccl_models(kind) &&
-      within_one_node(members, topo)) {
+  if (costs.nccl.compute_capability > 0 && costs.nccl.nvlink_links > 0 && topo.kind() == FabricKind::kNvswitchFatTree &&
+      nccl_models(kind) && within_one_node(members, topo)) {
     return nccl_plan(kind, size, members, topo, costs.nccl);
   }
   if (kind == CollectiveKind::kAllToAll) {
