@@ -1,5 +1,6 @@
 // Private to workloads/: the parts of the scenario loader that live in their
-// own files (calibration profiles, the serving object, plan checks) and the
+// own files (the cluster, calibration profiles, the serving object, plan
+// checks) and the
 // caps they share.
 #pragma once
 
@@ -22,6 +23,11 @@ inline constexpr int64_t kMaxOpsEstimate = 200'000'000;  // devices x ops per de
 std::string sibling_path(const std::string& file, const std::string& name);
 /// A profile written by `shardsim calibrate` (calibration_loader.cc).
 std::shared_ptr<const CalibrationProfile> load_calibration(const std::string& path);
+/// A chip, model, cluster or plan preset's JSON; an unknown name is an
+/// input error at `ptr` of `file` naming the known ones (scenario_loader.cc).
+Json preset_json(const std::string& kind, const std::string& name, const std::string& file, const std::string& ptr);
+/// The scenario's "cluster" object or preset name (cluster_loader.cc).
+ClusterSpec parse_cluster(const Json& j, const std::string& file);
 /// The scenario's "serving" object (serving_loader.cc).
 ServingSpec parse_serving(const Json& j, const std::string& file, const Plan& plan);
 
