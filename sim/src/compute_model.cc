@@ -1,7 +1,9 @@
 // Compute time model.
 //
 //   time = launch_overhead + max(FLOPs / (peak · eff_kind · eff_shape),
-//   (no launch overhead for ops replayed in a CUDA graph)
+//   (graph_launch_overhead instead for ops replayed in a CUDA graph: a
+//   graphed kernel still pays its launch, ramp-up and drain on the GPU,
+//   te42kyfo/gpu-benches gpu-small-kernels, T = a + V/b)
 //                                HBM bytes / (HBM bandwidth · memory_efficiency))
 //
 // (Williams, Waterman, Patterson 2009, "Roofline"). eff_kind is the chip's
@@ -101,7 +103,7 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
   } else if (op.compute == ComputeKind::kAttention) {
     flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * attention_efficiency(op, chip));
   }
-  return (op.graphed ? SimTime() : chip.launch_overhead) + to_sim_time(std::max(mem_s, flop_s));
+  return (op.graphed ? chip.graph_launch_overhead : chip.launch_overhead) + to_sim_time(std::max(mem_s, flop_s));
 }
 
 SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile& profile) {
@@ -118,7 +120,7 @@ SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const Calibr
   } else if (op.compute == ComputeKind::kLoss && profile.loss_values_per_s > 0) {
     s = static_cast<double>(op.m) / profile.loss_values_per_s;
   }
-  return (op.graphed ? SimTime() : chip.launch_overhead) + to_sim_time(s);
+  return (op.graphed ? chip.graph_launch_overhead : chip.launch_overhead) + to_sim_time(s);
 }
 
 }  // namespace shardsim

@@ -290,7 +290,9 @@ MemoryReport inference_memory(const Scenario& s) {
   const ModelSpec& m = s.model;
   const Plan& p = s.plan;
   const ChunkLayout layout = chunk_layout(m, p);
-  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.expert_tp);
+  // The serving lowering splits each expert over tp like a dense MLP
+  // (lower_inference.cc), as vLLM and TensorRT-LLM do by default.
+  const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.tp);
   const int64_t t = p.tp;
   const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
   const int64_t positions = p.seq_len + (p.phase == Phase::kDecode ? 1 : 0);

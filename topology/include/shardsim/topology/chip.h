@@ -53,7 +53,11 @@ struct ChipSpec {
   std::array<AttentionRate, kAttentionKernels> attention_kernels{};
   double memory_efficiency = 1.0;  ///< achievable fraction of HBM bandwidth
   SimTime launch_overhead;         ///< per-op fixed cost
-  int compute_units = 1;           ///< SMs (GPU) or MXUs (TPU) that tiles spread over
+  /// A kernel's fixed time inside a CUDA graph (launch, ramp-up and drain of
+  /// back-to-back tiny kernels): what a graphed op pays instead of
+  /// launch_overhead.
+  SimTime graph_launch_overhead;
+  int compute_units = 1;  ///< SMs (GPU) or MXUs (TPU) that tiles spread over
   /// SMs a communication kernel holds while it runs (NCCL: one thread block
   /// per channel); compute beside it gets compute_units minus these.
   int comm_compute_units = 0;
