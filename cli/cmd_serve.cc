@@ -83,7 +83,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   const ServeSummary sum = run_serving(s);
   const ServeResult& r = sum.result;
   const double wall = no_timing ? 0 : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const LatencyPercentiles &T = sum.ttft_s, &P = sum.tpot_s, &E = sum.e2e_s;
+  const LatencyPercentiles &T = sum.ttft_s, &P = sum.tpot_s, &I = sum.itl_s, &E = sum.e2e_s;
   const int64_t replicas = sum.replicas;
   if (!trace.empty()) {
     std::string err;
@@ -100,6 +100,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     j["chip"] = s.cluster.chip.name;
     j["devices"] = s.cluster.devices;
     j["replicas"] = replicas;
+    j["engine"] = s.serving.engine;
     j["requests"] = r.requests.size();
     j["duration_s"] = sum.duration_s;
     j["output_tokens_per_s"] = sum.output_tokens_per_s;
@@ -107,6 +108,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     j["output_tokens_per_s_per_device"] = sum.output_tokens_per_s_per_device;
     j["ttft_s"] = pj(T);
     j["tpot_s"] = pj(P);
+    j["itl_s"] = pj(I);
     j["e2e_s"] = pj(E);
     j["preemptions"] = r.preemptions;
     j["kv_cache"] = {{"blocks_per_replica", r.kv_blocks_per_replica},
@@ -120,17 +122,26 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
     return 0;
   }
-  std::printf("serve: %s on %lld x %s, %lld replicas of tp %lld x pp %lld%s\n", s.model.name.c_str(),
+  const ServingSpec& sv = s.serving;
+  std::string policy = "engine " + sv.engine;
+  if (sv.prefill_replicas > 0) policy += ", " + std::to_string(sv.prefill_replicas) + " prefill-only";
+  if (sv.chunked_prefill) policy += ", chunked prefill";
+  if (sv.mixed_batches) policy += ", mixed batches";
+  if (sv.admission == Admission::kReserveOutput) policy += ", output reserved";
+  const std::string arrivals = !sv.trace_file.empty()            ? "trace"
+                               : sv.arrivals == Arrivals::kBurst ? "burst (all queued at 0)"
+                               : sv.arrivals == Arrivals::kClosedLoop
+                                   ? "closed loop of " + std::to_string(sv.concurrency)
+                                   : "Poisson";
+  std::printf("serve: %s on %lld x %s, %lld replicas of tp %lld x pp %lld (%s); %s arrivals\n", s.model.name.c_str(),
               static_cast<long long>(s.cluster.devices), s.cluster.chip.name.c_str(), static_cast<long long>(replicas),
-              static_cast<long long>(s.plan.tp), static_cast<long long>(s.plan.pp),
-              s.serving.prefill_replicas > 0
-                  ? (" (" + std::to_string(s.serving.prefill_replicas) + " prefill-only)").c_str()
-                  : (s.serving.chunked_prefill ? " (chunked prefill)" : ""));
+              static_cast<long long>(s.plan.tp), static_cast<long long>(s.plan.pp), policy.c_str(), arrivals.c_str());
   std::printf("  requests         %zu over %.2f s; %.1f output tokens/s (%.2f per device), %.1f total tokens/s\n",
               r.requests.size(), sum.duration_s, sum.output_tokens_per_s, sum.output_tokens_per_s_per_device,
               sum.total_tokens_per_s);
   std::printf("  time to first token   p50 %.4f s   p90 %.4f s   p99 %.4f s\n", T.p50, T.p90, T.p99);
   std::printf("  time per output token p50 %.4f s   p90 %.4f s   p99 %.4f s\n", P.p50, P.p90, P.p99);
+  std::printf("  inter-token latency   p50 %.4f s   p90 %.4f s   p99 %.4f s\n", I.p50, I.p90, I.p99);
   std::printf("  end to end            p50 %.4f s   p90 %.4f s   p99 %.4f s\n", E.p50, E.p90, E.p99);
   std::printf(
       "  kv cache         %lld blocks of %lld tokens per replica; used %.1f%% on average, %.1f%% at most; "

@@ -48,6 +48,8 @@ class IterationTimer {
       shape.decode_context = (shape.decode_context + ep - 1) / ep;
     }
     shape.prefill_tokens = bucket(shape.prefill_tokens);
+    shape.prefill_completing = bucket(shape.prefill_completing);
+    shape.decode_sequences = bucket(shape.decode_sequences);
     shape.prefill_pairs = bucket(shape.prefill_pairs);
     shape.decode_context = bucket(shape.decode_context);
     const auto key = std::make_tuple(shape.prefill_tokens, shape.prefill_pairs, shape.prefill_completing,
@@ -121,6 +123,17 @@ ServeSummary run_serving(const Scenario& s) {
   out.ttft_s = pcts(ttft);
   out.tpot_s = pcts(tpot);
   out.e2e_s = pcts(e2e);
+  {
+    const auto& itl = r.inter_token_s;
+    double sum = 0;
+    int64_t n = 0;
+    for (const auto& [gap, count] : itl) {
+      sum += gap * static_cast<double>(count);
+      n += count;
+    }
+    out.itl_s = {percentile_counted(itl, 50), percentile_counted(itl, 90), percentile_counted(itl, 99),
+                 n ? sum / static_cast<double>(n) : 0};
+  }
   // KV use, time-weighted over each replica's iterations.
   double area = 0, time = 0;
   for (const ServeIteration& it : r.iterations) {

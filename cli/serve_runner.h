@@ -21,7 +21,7 @@ struct ServeSummary {
   double output_tokens_per_s = 0;
   double total_tokens_per_s = 0;
   double output_tokens_per_s_per_device = 0;
-  LatencyPercentiles ttft_s, tpot_s, e2e_s;
+  LatencyPercentiles ttft_s, tpot_s, itl_s, e2e_s;
   double kv_mean_used = 0, kv_max_used = 0;
   size_t distinct_iterations_simulated = 0;
 };

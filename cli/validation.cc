@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "serve_runner.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/framework.h"
 #include "step_runner.h"
@@ -74,12 +75,15 @@ void summarise(ValidationReport& rep) {
       rep.memory.add(r.error);
       continue;
     }
-    rep.performance["all"].add(r.error);
-    rep.performance[r.split].add(r.error);
+    // Serving rows are summarised apart from training steps.
+    const std::string split = r.serving ? "serving " + r.split : r.split;
+    rep.performance[r.serving ? "serving" : "all"].add(r.error);
+    rep.performance[split].add(r.error);
     if (r.fitted) rep.performance["fitted"].add(r.error);
-    if (!r.framework.empty()) rep.performance[r.split + " / framework " + r.framework].add(r.error);
-    if (!r.chip.empty()) rep.performance[r.split + " / chip " + r.chip].add(r.error);
-    if (!r.source.empty()) rep.performance[r.split + " / source " + r.source].add(r.error);
+    if (!r.framework.empty()) rep.performance[split + " / framework " + r.framework].add(r.error);
+    if (!r.chip.empty()) rep.performance[split + " / chip " + r.chip].add(r.error);
+    if (!r.source.empty()) rep.performance[split + " / source " + r.source].add(r.error);
+    if (r.serving) rep.performance[split + " / metric " + r.metric].add(r.error);
   }
 }
 
@@ -137,6 +141,51 @@ std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport
   return rows;
 }
 
+std::vector<ValidationRow> validate_serving(const Scenario& s, const ServeSummary& r) {
+  std::vector<ValidationRow> rows;
+  for (const auto& [metric, value] : s.published.metrics) {
+    ValidationRow row;
+    row.scenario = s.file;
+    row.row = s.published.row;
+    row.split = s.published.split;
+    row.source = s.published.source_id;
+    row.framework = s.serving.engine;
+    row.chip = s.cluster.chip.name;
+    row.metric = metric;
+    row.published = value;
+    row.fitted = s.published.fitted;
+    row.performance = true;
+    row.serving = true;
+    const std::map<std::string, double> figures = {
+        {"output_tokens_per_s_per_device", r.output_tokens_per_s_per_device},
+        {"output_tokens_per_s", r.output_tokens_per_s},
+        {"total_tokens_per_s", r.total_tokens_per_s},
+        {"ttft_mean_s", r.ttft_s.mean},
+        {"ttft_p50_s", r.ttft_s.p50},
+        {"ttft_p99_s", r.ttft_s.p99},
+        {"tpot_mean_s", r.tpot_s.mean},
+        {"tpot_p50_s", r.tpot_s.p50},
+        {"tpot_p99_s", r.tpot_s.p99},
+        {"itl_mean_s", r.itl_s.mean},
+        {"itl_p50_s", r.itl_s.p50},
+        {"itl_p99_s", r.itl_s.p99},
+        {"e2e_mean_s", r.e2e_s.mean},
+        {"e2e_p50_s", r.e2e_s.p50},
+    };
+    const auto it = figures.find(metric);
+    if (it == figures.end()) {
+      throw InputError(s.file, "/published/" + metric,
+                       "unknown serving metric (expected output_tokens_per_s_per_device, output_tokens_per_s, "
+                       "total_tokens_per_s, ttft_{mean,p50,p99}_s, tpot_{mean,p50,p99}_s, itl_{mean,p50,p99}_s, "
+                       "e2e_mean_s or e2e_p50_s)");
+    }
+    row.predicted = it->second;
+    row.error = (row.predicted - row.published) / row.published;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 ValidationReport validate_directory(const std::string& dir, int threads, bool check_only,
                                     const std::function<void(size_t, size_t)>& progress, const std::string& split) {
   namespace fs = std::filesystem;
@@ -180,11 +229,15 @@ ValidationReport validate_directory(const std::string& dir, int threads, bool ch
     for (size_t i = next++; i < files.size(); i = next++) {
       try {
         const Scenario& s = scenarios[i];
-        // Data-parallel replicas are symmetric: simulating replica 0 moves
-        // every member's data through the shared links (docs/model.md,
-        // section 6).
-        const StepRun run = run_training_step(s, {}, s.plan.dp > 1);
-        per_file[i] = validate_scenario(s, run.report);
+        if (s.serving.present) {
+          per_file[i] = validate_serving(s, run_serving(s));
+        } else {
+          // Data-parallel replicas are symmetric: simulating replica 0 moves
+          // every member's data through the shared links (docs/model.md,
+          // section 6).
+          const StepRun run = run_training_step(s, {}, s.plan.dp > 1);
+          per_file[i] = validate_scenario(s, run.report);
+        }
         for (auto& row : per_file[i]) row.scenario = fs::relative(files[i], dir).string();
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);

@@ -28,6 +28,7 @@ struct ValidationRow {
   bool performance = false;  ///< a time or throughput metric (memory otherwise)
   bool fitted = false;       ///< the row was used to fit a named parameter
   bool fits = true;          ///< the scenario fits in memory (every published run did)
+  bool serving = false;      ///< a serving benchmark's figure (framework is then the engine)
 };
 
 /// The metrics a scenario's "published" object may name:
@@ -43,6 +44,14 @@ struct ValidationRow {
 ///                               less the stack's fixed reservation
 /// Throws InputError for an unknown metric.
 std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport& r);
+
+struct ServeSummary;
+/// A serving scenario's published figures against `shardsim serve`'s:
+///   output_tokens_per_s_per_device, output_tokens_per_s, total_tokens_per_s
+///   ttft_{mean,p50,p99}_s, tpot_{mean,p50,p99}_s, itl_{mean,p50,p99}_s,
+///   e2e_mean_s, e2e_p50_s        (the definitions of serve_runner.h)
+/// Throws InputError for an unknown metric.
+std::vector<ValidationRow> validate_serving(const Scenario& s, const ServeSummary& r);
 
 /// A published row the scenario generator could not express (the
 /// directory's manifest.json lists them with the reason).
@@ -62,7 +71,9 @@ struct ValidationReport {
   std::vector<SkippedRow> skipped;
   /// Time and throughput statistics by group: "all", "held_out",
   /// "development", "in_sample", "fitted", and "<split> / framework X",
-  /// "<split> / chip X", "<split> / source X".
+  /// "<split> / chip X", "<split> / source X"; serving rows apart as
+  /// "serving", "serving <split>", "serving <split> / framework <engine>",
+  /// ... and "serving <split> / metric M".
   std::map<std::string, ValidationStats> performance;
   ValidationStats memory;
   /// Scenarios of published runs (a time, a throughput or a measured peak

@@ -29,6 +29,6 @@ Json preset_json(const std::string& kind, const std::string& name, const std::st
 /// The scenario's "cluster" object or preset name (cluster_loader.cc).
 ClusterSpec parse_cluster(const Json& j, const std::string& file);
 /// The scenario's "serving" object (serving_loader.cc).
-ServingSpec parse_serving(const Json& j, const std::string& file, const Plan& plan);
+ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario& sc);
 
 }  // namespace shardsim::detail

@@ -486,7 +486,7 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
   if (r.has("simulator")) sc.simulator = parse_simulator(r.raw("simulator"), name);
-  if (serving) sc.serving = parse_serving(r.raw("serving"), name, sc.plan);
+  if (serving) sc.serving = parse_serving(r.raw("serving"), name, sc);
   r.done();
   // Stamp: FNV-1a 64 of the scenario as simulated (overrides applied, keys
   // sorted by nlohmann's std::map), so a result names what produced it.

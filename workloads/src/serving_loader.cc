@@ -1,5 +1,8 @@
 // Reading the "serving" object of a scenario (see ServingSpec).
+#include <algorithm>
+
 #include "loader_parts.h"
+#include "shardsim/workloads/serving.h"
 
 namespace shardsim::detail {
 
@@ -41,35 +44,80 @@ LengthDistribution parse_length(const Json& j, const std::string& file, const st
   return d;
 }
 
-ServingSpec parse_serving(const Json& j, const std::string& file, const Plan& plan) {
+ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario& sc) {
+  const Plan& plan = sc.plan;
   if (!j.is_object()) throw InputError(file, "/serving", "expected an object, got " + detail::describe(j));
   ObjectReader r(j, file, "/serving");
-  ServingSpec s;
+  const std::string engine = r.choice("engine", {"generic", "vllm", "sglang", "trtllm"}, "generic");
+  // The engine's policy gives every scheduler field its default.
+  ServingSpec s = serving_engine_defaults(engine, sc.cluster.chip, plan);
   s.present = true;
   s.trace_file = r.string("trace_file", "");
   if (s.trace_file.empty()) {
     s.requests = r.int_in("requests", 1, 1'000'000, 1000);
-    s.rate_per_s = r.number_in("rate_per_s", 1e-6, 1e9, 1.0);
+    const std::string arrivals = r.choice("arrivals", {"poisson", "burst", "closed_loop"}, "poisson");
+    s.arrivals = arrivals == "burst"         ? Arrivals::kBurst
+                 : arrivals == "closed_loop" ? Arrivals::kClosedLoop
+                                             : Arrivals::kPoisson;
+    if (s.arrivals == Arrivals::kPoisson) {
+      s.rate_per_s = r.number_in("rate_per_s", 1e-6, 1e9, 1.0);
+    } else if (r.has("rate_per_s")) {
+      r.fail("rate_per_s", "only Poisson arrivals have a rate (arrivals is \"" + arrivals + "\")");
+    }
+    if (s.arrivals == Arrivals::kClosedLoop) {
+      if (!r.has("concurrency")) r.fail("concurrency", "missing: a closed loop needs its number of clients");
+      s.concurrency = r.int_in("concurrency", 1, 1'000'000, 1);
+    } else if (r.has("concurrency")) {
+      r.fail("concurrency", "only a closed loop (\"arrivals\": \"closed_loop\") has a concurrency");
+    }
     s.seed = static_cast<uint64_t>(r.int_in("seed", 0, INT64_MAX, 1));
     s.prompt =
         parse_length(r.has("prompt_tokens") ? r.raw("prompt_tokens") : Json(512), file, "/serving/prompt_tokens");
     s.output =
         parse_length(r.has("output_tokens") ? r.raw("output_tokens") : Json(128), file, "/serving/output_tokens");
+  } else {
+    for (const char* k :
+         {"requests", "arrivals", "rate_per_s", "concurrency", "seed", "prompt_tokens", "output_tokens"}) {
+      if (r.has(k)) r.fail(k, "a trace file gives the requests and their arrivals; remove this field or the trace");
+    }
   }
-  s.max_batch = r.int_in("max_batch", 1, 1 << 20, 256);
-  s.max_batched_tokens = r.int_in("max_batched_tokens", 1, 1 << 24, 8192);
-  s.block_tokens = r.int_in("block_tokens", 1, 1 << 16, 16);
-  s.kv_memory_fraction = r.number_in("kv_memory_fraction", 0.01, 1.0, 0.9);
-  s.chunked_prefill = r.boolean("chunked_prefill", false);
+  s.block_tokens = r.int_in("block_tokens", 1, 1 << 16, s.block_tokens);
+  s.kv_memory_fraction = r.number_in("kv_memory_fraction", 0.01, 1.0, s.kv_memory_fraction);
+  s.kv_memory_of_free = r.boolean("kv_memory_of_free", s.kv_memory_of_free);
+  s.activation_workspace = r.boolean("activation_workspace", s.activation_workspace);
+  s.chunked_prefill = r.boolean("chunked_prefill", s.chunked_prefill);
+  if (engine == "trtllm" && !r.has("max_batch") && !r.has("max_batched_tokens") && s.trace_file.empty()) {
+    // trtllm-bench sizes the engine from the dataset's mean lengths.
+    const TrtllmLimits lim = trtllm_bench_limits(sc.model, sc.cluster.chip, plan, plan.weight_dtype, plan.kv_dtype,
+                                                 s.prompt.mean, s.output.mean, s.kv_memory_fraction);
+    s.max_batch = lim.max_batch;
+    s.max_batched_tokens = lim.max_batched_tokens;
+    // Without chunked context a whole prompt must fit with a full batch of decodes.
+    if (!s.chunked_prefill) s.max_batched_tokens = std::max(s.max_batched_tokens, s.prompt.max + s.max_batch);
+  }
+  s.max_batch = r.int_in("max_batch", 1, 1 << 20, s.max_batch);
+  s.max_batched_tokens = r.int_in("max_batched_tokens", 1, 1 << 24, s.max_batched_tokens);
+  // The generic policy mixes exactly when it chunks (Sarathi-Serve).
+  s.mixed_batches = r.boolean("mixed_batches", engine == "generic" ? s.chunked_prefill : s.mixed_batches);
+  const std::string admission = r.choice("admission", {"on_demand", "reserve_output"},
+                                         s.admission == Admission::kReserveOutput ? "reserve_output" : "on_demand");
+  s.admission = admission == "reserve_output" ? Admission::kReserveOutput : Admission::kOnDemand;
+  s.iteration_overhead_us = r.number_in("iteration_overhead_us", 0, 1e6, s.iteration_overhead_us);
   s.prefill_replicas = r.int_in("prefill_replicas", 0, 1 << 20, 0);
   r.done();
   if (s.prefill_replicas > 0 && s.prefill_replicas >= plan.dp) {
     r.fail("prefill_replicas", "disaggregation needs fewer prefill replicas (" + std::to_string(s.prefill_replicas) +
                                    ") than plan.dp (" + std::to_string(plan.dp) + ") so some replicas decode");
   }
-  if (s.prefill_replicas > 0 && s.chunked_prefill) {
+  if (s.prefill_replicas > 0 && engine == "generic" && s.chunked_prefill) {
     r.fail("chunked_prefill", "chunked prefill mixes prefill and decode on one replica; disaggregation separates them");
   }
+  if (s.prefill_replicas > 0 && r.has("mixed_batches") && s.mixed_batches) {
+    r.fail("mixed_batches", "mixed batches put prefill and decode on one replica; disaggregation separates them");
+  }
+  // Disaggregated, an engine's prefill replicas only prefill and its decode
+  // replicas only decode: nothing is left to mix.
+  if (s.prefill_replicas > 0) s.mixed_batches = false;
   return s;
 }
 

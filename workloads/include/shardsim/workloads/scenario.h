@@ -68,12 +68,32 @@ struct LengthDistribution {
   double sigma = 0.5;
 };
 
+/// How requests reach the replicas: the three ways engines' benchmark
+/// scripts drive a server (vLLM's `bench serve`, SGLang's `bench_serving`,
+/// TensorRT-LLM's `trtllm-bench`).
+enum class Arrivals : uint8_t {
+  kPoisson,    ///< exponential gaps at rate_per_s (`--request-rate R`)
+  kBurst,      ///< every request queued at 0: maximum load (`--request-rate inf`, trtllm-bench throughput)
+  kClosedLoop  ///< `concurrency` clients, each sending its next request when its last one ends (`--max-concurrency`)
+};
+
+/// When a replica takes KV blocks for a request.
+enum class Admission : uint8_t {
+  kOnDemand,      ///< the prompt's at admission, one more per block crossed; preempt when none is free (vLLM, SGLang)
+  kReserveOutput  ///< prompt + every output token at admission, never preempted (TensorRT-LLM GUARANTEED_NO_EVICT)
+};
+
 /// The "serving" object: the request stream and the scheduler of
-/// `shardsim serve` (see workloads/serving.h).
+/// `shardsim serve` (see workloads/serving.h). `engine` names a scheduler
+/// policy whose defaults fill the fields a scenario leaves out
+/// (docs/inference.md, "Engines").
 struct ServingSpec {
   bool present = false;
+  std::string engine = "generic";  ///< "generic", "vllm", "sglang" or "trtllm"
   int64_t requests = 1000;
-  double rate_per_s = 1;  ///< Poisson arrival rate, all replicas together
+  Arrivals arrivals = Arrivals::kPoisson;
+  double rate_per_s = 1;    ///< Poisson arrival rate, all replicas together
+  int64_t concurrency = 0;  ///< closed loop: clients
   uint64_t seed = 1;
   LengthDistribution prompt, output;
   std::string trace_file;   ///< JSON array of {arrival_s, prompt_tokens, output_tokens}; replaces the generator
@@ -81,8 +101,13 @@ struct ServingSpec {
   int64_t max_batched_tokens = 8192;  ///< tokens per iteration (vLLM max_num_batched_tokens)
   int64_t block_tokens = 16;          ///< tokens per KV block (vLLM block_size)
   double kv_memory_fraction = 0.9;    ///< of HBM usable for weights + KV (vLLM gpu_memory_utilization)
-  bool chunked_prefill = false;
-  int64_t prefill_replicas = 0;  ///< > 0: disaggregated, this many of plan.dp replicas only prefill
+  bool kv_memory_of_free = false;  ///< the fraction is of what the weights leave, for the KV cache alone (TensorRT-LLM)
+  bool activation_workspace = true;  ///< the cache is sized after the largest iteration's activations and logits
+  bool chunked_prefill = false;      ///< a prompt longer than the token budget is prefilled in chunks
+  bool mixed_batches = false;        ///< decodes and prefills share an iteration
+  Admission admission = Admission::kOnDemand;
+  double iteration_overhead_us = 0;  ///< the engine's host time per iteration not hidden behind the GPU
+  int64_t prefill_replicas = 0;      ///< > 0: disaggregated, this many of plan.dp replicas only prefill
 };
 
 struct Scenario {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shardsim/workloads/lower.h"
@@ -23,6 +24,27 @@ struct ServeRequest {
   int64_t prompt_tokens = 1;
   int64_t output_tokens = 1;
 };
+
+/// The scheduler defaults of a serving engine ("generic", "vllm", "sglang",
+/// "trtllm"): max_batch, max_batched_tokens, block_tokens,
+/// kv_memory_fraction, chunked_prefill, mixed_batches, admission and
+/// iteration_overhead_us as the engine ships them (serving_engines.cc).
+/// Throws InputError for an unknown engine.
+ServingSpec serving_engine_defaults(const std::string& engine, const ChipSpec& chip, const Plan& plan);
+
+/// trtllm-bench's choice of max_batch_size and max_num_tokens when the user
+/// gives neither (tensorrt_llm/bench/build/tuning.py: calc_engine_setting and
+/// finetune_setting): the requests of isl + osl tokens whose KV cache fits in
+/// kv_fraction of the memory the weights leave on the replica's GPUs, capped
+/// at 4096 and divided by pp; tokens = that x (1 + isl/osl), capped at
+/// 32768; both rounded up to the tool's steps (batch at least 64, tokens at
+/// least 2048).
+struct TrtllmLimits {
+  int64_t max_batch = 0;
+  int64_t max_batched_tokens = 0;
+};
+TrtllmLimits trtllm_bench_limits(const ModelSpec& m, const ChipSpec& chip, const Plan& plan, DType weight_dtype,
+                                 DType kv_dtype, double isl, double osl, double kv_fraction);
 
 /// The requests of a scenario's serving object: generated (Poisson arrivals,
 /// seeded) or read from its trace file. Sorted by arrival.
@@ -54,6 +76,9 @@ struct ServeResult {
   int64_t block_tokens = 0;
   int64_t preemptions = 0;
   int64_t kv_transfers = 0;  ///< disaggregation: requests whose KV moved to a decode replica
+  /// Inter-token latencies: every gap between two tokens of one request
+  /// (the first token excluded), as (gap in seconds, how many), ascending.
+  std::vector<std::pair<double, int64_t>> inter_token_s;
 };
 
 /// Seconds one iteration of `shape` takes on a replica.
@@ -68,5 +93,8 @@ ServeResult simulate_serving(const Scenario& s, const std::vector<ServeRequest>&
 /// Percentile p (0-100) of `v` by linear interpolation between order
 /// statistics (NumPy's default); 0 for an empty vector.
 double percentile(std::vector<double> v, double p);
+/// The same over values with multiplicities, (value, count) ascending by
+/// value: the percentile of the vector that repeats each value count times.
+double percentile_counted(const std::vector<std::pair<double, int64_t>>& counted, double p);
 
 }  // namespace shardsim
