@@ -79,15 +79,17 @@ Usage:
 
   shardsim serve SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
                  [--no-timing]
-      Serve a request stream (SCENARIO's "serving" object: Poisson arrivals
+      Serve a request stream (SCENARIO's "serving" object: Poisson arrivals,
+      a burst queued at once (maximum load) or a closed loop of clients,
       with prompt and output length distributions, or a trace file) on
       plan.dp / plan.ep replicas with iteration-level (continuous) batching
-      and a paged KV cache, as vLLM does; optional chunked prefill and
-      prefill/decode disaggregation. Every distinct iteration is lowered and
-      simulated. Prints time to first token, time per output token and
-      end-to-end latency at p50/p90/p99, throughput and KV cache use. The
-      same seed gives the same output. --trace writes each replica's
-      iterations and KV use as a Chrome trace.
+      and a paged KV cache, under an engine's policy (generic, vllm, sglang,
+      trtllm: chunked and mixed batches, output reservation, their limits);
+      optional prefill/decode disaggregation. Every distinct iteration is
+      lowered and simulated. Prints time to first token, time per output
+      token, inter-token latency and end-to-end latency at p50/p90/p99,
+      throughput and KV cache use. The same seed gives the same output.
+      --trace writes each replica's iterations and KV use as a Chrome trace.
 
   shardsim validate DIR [--json] [--check] [--split S] [--threads N]
                         [--record FILE] [--against FILE]

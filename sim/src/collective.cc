@@ -222,6 +222,33 @@ CollectivePlan nccl_plan(CollectiveKind kind, Bytes size, std::span<const Device
   return plan;
 }
 
+/// A serving engine's custom all-reduce inside one NVLink node
+/// (CustomAllReduce): one-shot, a phase in which every member reads every
+/// peer's whole buffer; two-shot, two phases in which each member reads its
+/// 1/n slice from every peer (reduce-scatter) and then every peer's reduced
+/// slice (all-gather). The flows share the NVLinks with everything else in
+/// flight; the kernel's fixed time is the phases' latency.
+CollectivePlan custom_all_reduce_plan(Bytes size, std::span<const DeviceId> members, const CustomAllReduce& c) {
+  const auto n = static_cast<int64_t>(members.size());
+  const int64_t one_shot_max = n <= c.one_shot_max_ranks ? c.one_shot_small_max_bytes : c.one_shot_max_bytes;
+  const bool one_shot = size.value() < one_shot_max;
+  const double S = static_cast<double>(size.value());
+  CollectivePlan plan;
+  plan.algorithm = one_shot ? "one-shot (custom)" : "two-shot (custom)";
+  const int phases = one_shot ? 1 : 2;
+  for (int k = 0; k < phases; ++k) {
+    CollectivePhase ph;
+    for (DeviceId a : members) {
+      for (DeviceId b : members) {
+        if (a != b) ph.flows.push_back({a, b, one_shot ? S : S / static_cast<double>(n)});
+      }
+    }
+    ph.latency = to_sim_time((one_shot ? c.one_shot_latency_us : c.two_shot_latency_us / 2) * 1e-6);
+    plan.phases.push_back(std::move(ph));
+  }
+  return plan;
+}
+
 bool within_one_node(std::span<const DeviceId> members, const Topology& topo) {
   return std::all_of(members.begin(), members.end(),
                      [&](DeviceId d) { return topo.node_of(d) == topo.node_of(members.front()); });
@@ -256,6 +283,10 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
   if (p < 2) {
     plan.algorithm = "none (group of one)";
     return plan;
+  }
+  if (kind == CollectiveKind::kAllReduce && size.value() <= costs.custom_all_reduce.max_bytes &&
+      topo.kind() == FabricKind::kNvswitchFatTree && within_one_node(members, topo)) {
+    return custom_all_reduce_plan(size, members, costs.custom_all_reduce);
   }
   if (costs.nccl.compute_capability > 0 && costs.nccl.nvlink_links > 0 && topo.kind() == FabricKind::kNvswitchFatTree &&
       nccl_models(kind) && within_one_node(members, topo)) {

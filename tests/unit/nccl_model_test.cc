@@ -199,6 +199,42 @@ TEST(NcclOnTheFabric, LoneCollectiveEqualsTheModel) {
   EXPECT_EQ(plan.algorithm.find("nccl"), std::string::npos);
 }
 
+// A serving engine's custom all-reduce alone on the NVSwitch: one-shot, each
+// GPU takes (n-1) whole buffers through its NVLink, t = 7 us + (n-1)·S/W;
+// two-shot, two phases of (n-1) slices of S/n, t = 14 us + 2(n-1)/n·S/W,
+// with W the GPU's NVLink bandwidth; thresholds as vLLM's; beyond 8 MiB NCCL.
+TEST(CustomAllReduce, LoneCallIsTheClosedForm) {
+  FatTreeSpec f;
+  f.nvlink_bandwidth = gbyte_per_s(450);
+  f.nvlink_efficiency = 1.0;
+  f.nic_bandwidth = gbyte_per_s(50);
+  const auto topo = make_fat_tree(f, 8);
+  CollectiveCosts costs;
+  costs.nccl = kH100;
+  costs.custom_all_reduce = {int64_t{8} << 20, 256 << 10, 4, 512 << 10, 7.0, 14.0};
+  const double W = 450e9;
+  for (int ranks : {4, 8}) {
+    const Mesh m({ranks, 1, 1, 8 / ranks}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+    const double n = ranks;
+    for (int64_t size : {int64_t{16} << 10, int64_t{300} << 10, int64_t{4} << 20}) {
+      const bool one_shot = size < (ranks <= 4 ? 512 << 10 : 256 << 10);
+      const double S = static_cast<double>(size);
+      const double want = one_shot ? 7e-6 + (n - 1) * S / W : 14e-6 + 2 * (n - 1) / n * S / W;
+      const double got = simulate_collective(CollectiveKind::kAllReduce, Bytes(size), m, axis_bit(MeshAxis::kTp), *topo,
+                                             ChipSpec{}, costs, true)
+                             .step_time.seconds();
+      EXPECT_NEAR(got, want, 1e-6 * want + 2e-9) << ranks << " ranks, " << size << " B";
+    }
+  }
+  const std::vector<DeviceId> node = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(plan_collective(CollectiveKind::kAllReduce, Bytes(int64_t{16} << 20), node, *topo, costs)
+                .algorithm.find("custom"),
+            std::string::npos);
+  EXPECT_NE(plan_collective(CollectiveKind::kAllReduce, Bytes(int64_t{8} << 20), node, *topo, costs)
+                .algorithm.find("two-shot"),
+            std::string::npos);
+}
+
 // The nccl-tests curves: every point's error stays within tolerance of the
 // error recorded by scripts/fit_nccl.py --check --record.
 TEST(NcclCurves, ErrorsStayAtTheirRecord) {

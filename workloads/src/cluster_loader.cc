@@ -110,6 +110,20 @@ FatTreeSpec parse_fat_tree(ObjectReader& r, const ChipSpec& chip, int64_t device
   nccl.ll_efficiency = r.number_in("nccl_ll_efficiency", 0.01, 1, nccl.ll_efficiency);
   nccl.ll128_efficiency = r.number_in("nccl_ll128_efficiency", 0.01, 1, nccl.ll128_efficiency);
   nccl.fill_chunks = r.number_in("nccl_fill_chunks", 0, 1000, nccl.fill_chunks);
+  // vLLM's custom all-reduce (csrc/custom_all_reduce.cuh and
+  // custom_all_reduce.py): one-shot below 512 KiB up to 4 ranks and below
+  // 256 KiB beyond, two-shot up to 8 MiB (enabled by the serving plan, see
+  // the scenario loader). Fixed times from vLLM's benchmark of its kernels on
+  // H100 (vllm-project/vllm PRs #24532 and #24111): one-shot 10 us at 0.5 MB
+  // and 14 us at 1 MB over 4 ranks and 13 us at 0.5 MB over 6, i.e. t = 7 us
+  // + (n-1)·bytes / 450 GB/s within 0.5 us; two-shot 17 / 18 / 15 us, i.e.
+  // 14 us + 2(n-1)/n·bytes / 450 GB/s.
+  CustomAllReduce& ca = c.collective.custom_all_reduce;
+  ca.one_shot_max_bytes = 256 << 10;
+  ca.one_shot_small_max_bytes = 512 << 10;
+  ca.one_shot_max_ranks = 4;
+  ca.one_shot_latency_us = r.number_in("custom_all_reduce_one_shot_us", 0, 1e6, 7.0);
+  ca.two_shot_latency_us = r.number_in("custom_all_reduce_two_shot_us", 0, 1e6, 14.0);
   return f;
 }
 

@@ -65,7 +65,8 @@ class InferenceLowering {
     if (stage_ == p_.pp - 1) {
       const int64_t rows = std::max<int64_t>(1, logits_rows_);  // last positions only
       x = mem(ComputeKind::kNorm, "final norm", -1, rows * h_ * kAct, rows * h_ * kAct, 5.0 * rows * h_, {x});
-      x = matmul("lm head", -1, rows, v_, h_, {x}, static_cast<double>(m_.vocab) / (v_ * t_));
+      // The LM head stays in bf16 in quantized checkpoints (memory.cc).
+      x = matmul("lm head", -1, rows, v_, h_, {x}, static_cast<double>(m_.vocab) / (v_ * t_), 1, -1, false);
       x = mem(ComputeKind::kLoss, "sample", -1, rows * v_ * 4, rows * 8, 5.0 * rows * v_, {x});
     } else {
       send(x);
@@ -87,11 +88,11 @@ class InferenceLowering {
 
   /// [m,k]·[k,n] with the weight [k,n] stored at weight_dtype.
   OpId matmul(std::string_view name, int32_t layer, int64_t m, int64_t n, int64_t k, std::initializer_list<OpId> deps,
-              double model_fraction = 1.0, int64_t batch = 1, int64_t weight_matrices = -1) {
-    Op o = detail::matmul_op(base(name, layer, kCompute), batch, m, n, k, p_.matmul_dtype);
+              double model_fraction = 1.0, int64_t batch = 1, int64_t weight_matrices = -1, bool quantized = true) {
+    Op o = detail::matmul_op(base(name, layer, kCompute), batch, m, n, k, quantized ? p_.matmul_dtype : DType::kBf16);
     o.model_flops = o.flops * model_fraction;
     const int64_t weights = (weight_matrices < 0 ? batch : weight_matrices) * k * n;
-    o.bytes_read = Bytes(weights * wb_ + batch * m * k * kAct);
+    o.bytes_read = Bytes(weights * (quantized ? wb_ : 2) + batch * m * k * kAct);
     o.bytes_written = Bytes(batch * m * n * kAct);
     return b_.add(o, deps);
   }

@@ -306,13 +306,17 @@ MemoryReport inference_memory(const Scenario& s) {
       params += m.is_moe_layer(l) ? dp.moe_layer_replicated + dp.moe_layer_experts : dp.dense_layer;
       ++layers;
     }
-    if (stage == 0) params += dp.embedding;
+    // Quantized checkpoints keep the embedding table and the LM head in
+    // bf16 (ModelOpt's default configs disable "*lm_head*"; vLLM's fp8 and
+    // int8 methods quantize the decoder's linear layers only).
+    int64_t bf16_params = 0;
+    if (stage == 0) bf16_params += dp.embedding;
     const bool head = stage == p.pp - 1;
-    if (head) params += dp.head;
+    if (head) bf16_params += dp.head;
     MemoryReport r;
     r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
     auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
-    add("weights", params * dtype_bytes(p.weight_dtype));
+    add("weights", params * dtype_bytes(p.weight_dtype) + bf16_params * 2);
     add("kv_cache", layers * p.microbatch_size * positions * 2 * kv * m.head_dim * dtype_bytes(p.kv_dtype));
     const int64_t widest =
         std::max({m.hidden * 4, (m.heads / t + 2 * kv) * m.head_dim * 2, (m.gated() ? 3 : 2) * (m.ffn_hidden / t)});

@@ -209,6 +209,7 @@ Plan parse_inference_plan(ObjectReader& r, Phase phase, const ModelSpec& m, cons
   p.weight_dtype = parse_storage_dtype(r.choice("weight_dtype", {"bf16", "fp8", "int8"}, "bf16"));
   p.kv_dtype = parse_storage_dtype(r.choice("kv_dtype", {"bf16", "fp8", "int8"}, "bf16"));
   p.cuda_graphs = r.boolean("cuda_graphs", phase == Phase::kDecode);
+  p.custom_all_reduce = r.boolean("custom_all_reduce", true);
   p.matmul_dtype = p.weight_dtype == DType::kFp8 ? DType::kFp8 : DType::kBf16;
   p.sequence_parallel = false;
   r.done();
@@ -483,6 +484,12 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   sc.cluster = parse_cluster(r.raw("cluster"), name);
   const bool serving = r.has("serving");
   sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster, serving);
+  // Serving engines reduce small tensor-parallel messages inside an NVLink
+  // node with their own kernels, up to 8 MiB (vLLM's and TensorRT-LLM's
+  // custom all-reduce; topology.h CustomAllReduce).
+  if (sc.plan.inference() && sc.plan.custom_all_reduce && sc.cluster.chip.nvlink_links > 0) {
+    sc.cluster.collective.custom_all_reduce.max_bytes = int64_t{8} << 20;
+  }
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
   if (r.has("simulator")) sc.simulator = parse_simulator(r.raw("simulator"), name);

@@ -77,6 +77,21 @@ struct NcclSpec {
   double fill_chunks = 2.25;       ///< pipeline fill, in chunks of one channel
 };
 
+/// The custom all-reduce serving engines run inside an NVLink node instead
+/// of NCCL for small messages (vLLM csrc/custom_all_reduce.cuh, TensorRT-LLM's
+/// oneshot / twoshot kernels): one-shot, every rank reads every peer's whole
+/// buffer over NVLink and sums; two-shot, a reduce-scatter then an
+/// all-gather over peer-to-peer reads, with a barrier each. max_bytes 0:
+/// not used (training, NCCL only).
+struct CustomAllReduce {
+  int64_t max_bytes = 0;           ///< larger messages go to NCCL (vLLM, TensorRT-LLM: 8 MiB)
+  int64_t one_shot_max_bytes = 0;  ///< one-shot below, two-shot above (vLLM: 256 KiB beyond 4 ranks, 512 KiB up to 4)
+  int one_shot_max_ranks = 4;      ///< groups up to this size use one_shot_small_max_bytes
+  int64_t one_shot_small_max_bytes = 0;
+  double one_shot_latency_us = 0;  ///< fixed time of a one-shot call (launch, flag exchange)
+  double two_shot_latency_us = 0;  ///< the same for two-shot (two barriers)
+};
+
 /// Fixed costs of a collective beyond its bytes over the links.
 struct CollectiveCosts {
   /// Paid once per collective call (NCCL's base latency).
@@ -88,6 +103,8 @@ struct CollectiveCosts {
   /// Single-node GPU collectives follow NCCL's cost model when set; the
   /// latency and chunk above then apply only to other groups.
   NcclSpec nccl;
+  /// Small all-reduces of a serving engine inside an NVLink node.
+  CustomAllReduce custom_all_reduce;
 };
 
 class Topology {

@@ -231,6 +231,10 @@ struct Plan {
   /// Decode kernels replayed as a CUDA graph (vLLM's default): no per-op
   /// launch overhead.
   bool cuda_graphs = true;
+  /// Inference: small tensor-parallel all-reduces inside an NVLink node use
+  /// the engine's custom kernels rather than NCCL (vLLM, TensorRT-LLM, SGLang
+  /// default).
+  bool custom_all_reduce = true;
 
   bool inference() const { return phase != Phase::kTrain; }
 
