@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "serve_runner.h"
 #include "shardsim/core/error.h"
@@ -87,6 +88,22 @@ void summarise(ValidationReport& rep) {
   }
 }
 
+/// A row of `s`'s published figures before its prediction: where it comes
+/// from and on which side of the protocol it sits.
+ValidationRow published_row(const Scenario& s, const std::string& metric, double value, std::string framework) {
+  ValidationRow row;
+  row.scenario = s.file;
+  row.row = s.published.row;
+  row.split = s.published.split;
+  row.source = s.published.source_id;
+  row.framework = std::move(framework);
+  row.chip = s.cluster.chip.name;
+  row.metric = metric;
+  row.published = value;
+  row.fitted = s.published.fitted;
+  return row;
+}
+
 }  // namespace
 
 void ValidationStats::add(double e) {
@@ -98,16 +115,7 @@ void ValidationStats::add(double e) {
 std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport& r) {
   std::vector<ValidationRow> rows;
   for (const auto& [metric, value] : s.published.metrics) {
-    ValidationRow row;
-    row.scenario = s.file;
-    row.row = s.published.row;
-    row.split = s.published.split;
-    row.source = s.published.source_id;
-    row.framework = std::string(to_string(s.plan.framework));
-    row.chip = s.cluster.chip.name;
-    row.metric = metric;
-    row.published = value;
-    row.fitted = s.published.fitted;
+    ValidationRow row = published_row(s, metric, value, std::string(to_string(s.plan.framework)));
     row.fits = r.memory.fits;
     if (metric == "step_time_s") {
       row.predicted = r.step_time_s;
@@ -144,16 +152,7 @@ std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport
 std::vector<ValidationRow> validate_serving(const Scenario& s, const ServeSummary& r) {
   std::vector<ValidationRow> rows;
   for (const auto& [metric, value] : s.published.metrics) {
-    ValidationRow row;
-    row.scenario = s.file;
-    row.row = s.published.row;
-    row.split = s.published.split;
-    row.source = s.published.source_id;
-    row.framework = s.serving.engine;
-    row.chip = s.cluster.chip.name;
-    row.metric = metric;
-    row.published = value;
-    row.fitted = s.published.fitted;
+    ValidationRow row = published_row(s, metric, value, s.serving.engine);
     row.performance = true;
     row.serving = true;
     const std::map<std::string, double> figures = {

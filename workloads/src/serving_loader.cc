@@ -109,15 +109,18 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
     r.fail("prefill_replicas", "disaggregation needs fewer prefill replicas (" + std::to_string(s.prefill_replicas) +
                                    ") than plan.dp (" + std::to_string(plan.dp) + ") so some replicas decode");
   }
-  if (s.prefill_replicas > 0 && engine == "generic" && s.chunked_prefill) {
-    r.fail("chunked_prefill", "chunked prefill mixes prefill and decode on one replica; disaggregation separates them");
+  if (s.prefill_replicas > 0 && s.mixed_batches) {
+    if (r.has("mixed_batches")) {
+      r.fail("mixed_batches", "mixed batches put prefill and decode on one replica; disaggregation separates them");
+    }
+    if (engine == "generic") {  // the generic policy mixes because it chunks
+      r.fail("chunked_prefill",
+             "chunked prefill mixes prefill and decode on one replica; disaggregation separates them");
+    }
+    // An engine's default: disaggregated, its prefill replicas only prefill
+    // and its decode replicas only decode, so nothing is left to mix.
+    s.mixed_batches = false;
   }
-  if (s.prefill_replicas > 0 && r.has("mixed_batches") && s.mixed_batches) {
-    r.fail("mixed_batches", "mixed batches put prefill and decode on one replica; disaggregation separates them");
-  }
-  // Disaggregated, an engine's prefill replicas only prefill and its decode
-  // replicas only decode: nothing is left to mix.
-  if (s.prefill_replicas > 0) s.mixed_batches = false;
   return s;
 }
 
