@@ -25,6 +25,15 @@ const NcclSpec kH100 = spec(90, 18);
 const NcclSpec kA100 = spec(80, 12);
 const NcclSpec kB200 = spec(100, 18);
 
+/// H100 nodes of 8 on NVSwitch (450 GB/s NVLink at `efficiency`), 50 GB/s NICs.
+std::unique_ptr<Topology> h100_nodes(double efficiency, int64_t devices) {
+  FatTreeSpec f;
+  f.nvlink_bandwidth = gbyte_per_s(450);
+  f.nvlink_efficiency = efficiency;
+  f.nic_bandwidth = gbyte_per_s(50);
+  return make_fat_tree(f, devices);
+}
+
 const NcclCost& find(const std::vector<NcclCost>& t, NcclAlgorithm a, NcclProtocol p) {
   for (const NcclCost& c : t) {
     if (c.algorithm == a && c.protocol == p) return c;
@@ -175,11 +184,7 @@ TEST(NcclRealized, TimeNeverShrinksWithSizeUnderOneChoice) {
 // The lone collective on the fabric takes exactly the model's time: its
 // flows move for the transfer time, then the latency and fill.
 TEST(NcclOnTheFabric, LoneCollectiveEqualsTheModel) {
-  FatTreeSpec f;
-  f.nvlink_bandwidth = gbyte_per_s(450);
-  f.nvlink_efficiency = 0.822;
-  f.nic_bandwidth = gbyte_per_s(50);
-  const auto topo = make_fat_tree(f, 16);
+  const auto topo = h100_nodes(0.822, 16);
   CollectiveCosts costs;
   costs.base_latency = microseconds(10);  // not NCCL's: unused inside a node
   costs.nccl = kH100;
@@ -204,11 +209,7 @@ TEST(NcclOnTheFabric, LoneCollectiveEqualsTheModel) {
 // two-shot, two phases of (n-1) slices of S/n, t = 14 us + 2(n-1)/n·S/W,
 // with W the GPU's NVLink bandwidth; thresholds as vLLM's; beyond 8 MiB NCCL.
 TEST(CustomAllReduce, LoneCallIsTheClosedForm) {
-  FatTreeSpec f;
-  f.nvlink_bandwidth = gbyte_per_s(450);
-  f.nvlink_efficiency = 1.0;
-  f.nic_bandwidth = gbyte_per_s(50);
-  const auto topo = make_fat_tree(f, 8);
+  const auto topo = h100_nodes(1.0, 8);
   CollectiveCosts costs;
   costs.nccl = kH100;
   costs.custom_all_reduce = {int64_t{8} << 20, 256 << 10, 4, 512 << 10, 7.0, 14.0};

@@ -17,7 +17,8 @@
 //   1.5·max(chunk, 2048) + 2·cuda_graph_max_bs + 1024·tp·pp/8 MiB, at least
 //   10 GiB above 60 GiB of memory, cuda_graph_max_bs 256 below tp 4 else 512
 //   (512 above 160 GiB); max_running_requests min(KV tokens / 2, 2048): the
-//   request pool's floor of 2048 for long-context models.
+//   request pool's floor of 2048 for long-context models (max_batch 2048;
+//   the KV / 2 cap is not applied: it binds only below 4096 cached tokens).
 // TensorRT-LLM (trtllm-bench throughput, PyTorch backend, 1.0): in-flight
 //   batching mixes context and generation requests; chunked context off;
 //   GUARANTEED_NO_EVICT reserves each request's prompt and maximum output;
