@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "plan_search.h"
+#include "shardsim/app/search.h"
 #include "shardsim/workloads/plan_space.h"
 #include "shardsim/workloads/scenario.h"
 

@@ -6,20 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "shardsim/core/error.h"
 #include "shardsim/workloads/scenario.h"
 
 namespace shardsim::cli {
 
 /// A usage error: printed as "shardsim: error: ..." with exit status 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
+using shardsim::UsageError;
 /// Thrown when the error was already printed (by a worker process): main
 /// exits with `status` and prints nothing more.
-struct AlreadyReported {
-  int status = 1;
-};
+using shardsim::AlreadyReported;
 
 /// "256MiB", "1GB", "4096", "1.5GiB" -> bytes. Decimal prefixes for kB/MB/GB/TB,
 /// binary for KiB/MiB/GiB/TiB.

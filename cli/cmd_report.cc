@@ -5,7 +5,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "report_writer.h"
+#include "shardsim/app/report.h"
 
 namespace shardsim::cli {
 

@@ -1,7 +1,7 @@
 // `shardsim validate DIR [--json] [--check] [--split S] [--threads N]
 // [--record FILE] [--against FILE]`: simulate every scenario under DIR that
 // carries published figures and print predicted against published
-// (cli/validation.h does the work; cli/accuracy_record.h the record and the
+// (app/validation.h does the work; app/accuracy.h the record and the
 // check against it).
 #include <unistd.h>
 
@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "accuracy_record.h"
 #include "args.h"
 #include "commands.h"
+#include "shardsim/app/accuracy.h"
+#include "shardsim/app/validation.h"
 #include "shardsim/core/error.h"
-#include "validation.h"
 
 namespace shardsim::cli {
 

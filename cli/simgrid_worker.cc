@@ -1,34 +1,36 @@
 // shardsim-simgrid-worker: simulates one step on the SimGrid backend and
 // writes the encoded EngineResult to stdout. SimGrid's engine can run once
 // per process, so the shardsim CLI starts one worker per simulation
-// (simgrid_client.cc); lowering is deterministic, so the worker re-lowers
-// the scenario instead of receiving the Program.
+// (app/src/simgrid_client.cc); lowering is deterministic, so the worker
+// re-lowers the scenario it is handed (the caller's Scenario::json, in a
+// file) instead of receiving the Program.
 //
-//   shardsim-simgrid-worker SCENARIO [--set PATH=VALUE]... [--trace-devices LIST]
+//   shardsim-simgrid-worker SCENARIO_JSON [--name NAME] [--trace-devices LIST]
 //                           [--replica-shortcut on|off]
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "args.h"
+#include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/result_codec.h"
 #include "shardsim/sim/simgrid_engine.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/scenario.h"
-#include "step_runner.h"
 
 int main(int argc, char** argv) {
   using namespace shardsim;
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    std::string file, trace_list;
-    std::vector<Override> sets;
+    std::string file, name, trace_list;
     bool shortcut = false;
     for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i] == "--set") {
-        sets.push_back(cli::parse_set(cli::take_value(args, i)));
+      if (args[i] == "--name") {
+        name = cli::take_value(args, i);
       } else if (args[i] == "--trace-devices") {
         trace_list = cli::take_value(args, i);
       } else if (args[i] == "--replica-shortcut") {
@@ -40,7 +42,13 @@ int main(int argc, char** argv) {
       }
     }
     if (file.empty()) throw cli::UsageError("shardsim-simgrid-worker: expected a scenario file");
-    const Scenario s = load_scenario(file, sets);
+    // The scenario as the caller holds it (Scenario::json), named as the
+    // caller names it in messages.
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw cli::UsageError("shardsim-simgrid-worker: cannot read " + file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const Scenario s = parse_scenario(text.str(), name.empty() ? file : name);
     const std::vector<uint32_t> traced = trace_list.empty()
                                              ? std::vector<uint32_t>{}
                                              : cli::parse_device_list("--trace-devices", trace_list, s.cluster.devices);

@@ -18,7 +18,7 @@
 #include "shardsim/sim/simgrid_engine.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/scenario.h"
-#include "step_runner.h"
+#include "shardsim/app/step.h"
 
 namespace shardsim {
 namespace {

@@ -6,7 +6,7 @@
 #include "shardsim/viz/chrome_trace.h"
 #include "shardsim/viz/result_json.h"
 #include "shardsim/workloads/lower.h"
-#include "step_runner.h"
+#include "shardsim/app/step.h"
 #include "test_helpers.h"
 
 namespace shardsim {

@@ -11,7 +11,7 @@
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/serving.h"
-#include "step_runner.h"
+#include "shardsim/app/step.h"
 #include "test_helpers.h"
 
 namespace shardsim {

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "plan_search.h"
+#include "shardsim/app/search.h"
 #include "shardsim/workloads/plan_space.h"
-#include "step_runner.h"
+#include "shardsim/app/step.h"
 #include "test_helpers.h"
 
 namespace shardsim {

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "shardsim/viz/chrome_trace.h"
-#include "step_runner.h"
+#include "shardsim/app/step.h"
 #include "test_helpers.h"
 
 namespace shardsim {

@@ -4,11 +4,11 @@
 // validate`, not asserted here.
 #include <gtest/gtest.h>
 
-#include "accuracy_record.h"
+#include "shardsim/app/accuracy.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/scenario.h"
-#include "validation.h"
+#include "shardsim/app/validation.h"
 
 namespace shardsim {
 namespace {

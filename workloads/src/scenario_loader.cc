@@ -497,8 +497,9 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   r.done();
   // Stamp: FNV-1a 64 of the scenario as simulated (overrides applied, keys
   // sorted by nlohmann's std::map), so a result names what produced it.
+  sc.json = root.dump(-1, ' ', false, Json::error_handler_t::replace);
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : root.dump(-1, ' ', false, Json::error_handler_t::replace)) {
+  for (unsigned char ch : sc.json) {
     h = (h ^ ch) * 0x100000001b3ull;
   }
   // A calibration profile is named by path: its contents count too.
@@ -526,12 +527,17 @@ ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Ov
     for (const auto& o : overrides) apply_override(root, o, file_or_preset);
     return parse_cluster(root["cluster"], file_or_preset);
   }
-  Json root = load_root(read_file(file_or_preset), file_or_preset, overrides);
-  if (root.contains("cluster")) return parse_cluster(root["cluster"], file_or_preset);
+  return parse_cluster_text(read_file(file_or_preset), file_or_preset, overrides);
+}
+
+ClusterSpec parse_cluster_text(const std::string& text, const std::string& name,
+                               const std::vector<Override>& overrides) {
+  Json root = load_root(text, name, overrides);
+  if (root.contains("cluster")) return parse_cluster(root["cluster"], name);
   // A bare cluster object: reuse the cluster parser with its own pointer.
   Json wrapped = Json::object();
   wrapped["cluster"] = root;
-  return parse_cluster(wrapped["cluster"], file_or_preset);
+  return parse_cluster(wrapped["cluster"], name);
 }
 
 std::unique_ptr<Topology> build_topology(const ClusterSpec& c) {

@@ -1,5 +1,6 @@
-// Errors in user input. Loaders throw InputError; only cli/ catches it, prints
-// its one line and exits with status 2.
+// Errors in user input. Loaders throw InputError and the application library
+// UsageError; the faces catch them: the CLI prints the one line and exits with
+// status 2, the Python module raises ValueError with the same line.
 #pragma once
 
 #include <stdexcept>
@@ -19,6 +20,23 @@ class InputError : public std::runtime_error {
  private:
   std::string file_;
   std::string json_pointer_;
+};
+
+/// A request that cannot be carried out as asked, outside any input file: an
+/// option's value, an output path that cannot be written, a backend this
+/// build lacks. what() is the reason, without a prefix.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The problem was already reported on stderr by a child process (the
+/// SimGrid worker), which exited with `status` (2: it rejected its input).
+class AlreadyReported : public std::runtime_error {
+ public:
+  explicit AlreadyReported(int status)
+      : std::runtime_error("the worker process failed (its message is above)"), status(status) {}
+  int status = 1;
 };
 
 /// An internal invariant broke: a bug in shardsim, never a user's fault.

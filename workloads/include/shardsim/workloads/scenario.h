@@ -119,6 +119,9 @@ struct Scenario {
   SimulatorSpec simulator;
   ServingSpec serving;
   std::string config_hash;  ///< hash of the scenario JSON as simulated (overrides applied)
+  /// The scenario JSON as simulated (overrides applied, compact): what a
+  /// worker process is handed to simulate this scenario itself.
+  std::string json;
 };
 
 /// One `--set path=value` override: path in dots ("plan.tp"), value as JSON
@@ -139,6 +142,10 @@ std::string render_scenario(const std::string& file, const std::vector<Override>
 /// A cluster alone (a cluster preset name or a cluster JSON file), for
 /// `shardsim collective`.
 ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides = {});
+/// Same, from JSON text: an object with a "cluster" member, or a cluster
+/// object itself (`name` is used in messages).
+ClusterSpec parse_cluster_text(const std::string& text, const std::string& name,
+                               const std::vector<Override>& overrides = {});
 
 /// Why a plan cannot run on its model and cluster: the plan field to blame
 /// ("" for the plan as a whole) and a one-line reason.

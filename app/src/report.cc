@@ -1,11 +1,11 @@
-#include "report_writer.h"
+#include "shardsim/app/report.h"
 
-#include "args.h"
+#include "shardsim/app/step.h"
 #include "shardsim/core/atomic_file.h"
+#include "shardsim/core/error.h"
 #include "shardsim/workloads/plan_space.h"
-#include "step_runner.h"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 std::vector<uint32_t> report_devices(const Scenario& s) {
   const Mesh mesh = build_mesh(s.plan);
@@ -26,8 +26,9 @@ std::vector<uint32_t> report_devices(const Scenario& s) {
 
 void write_step_report(const Scenario& s, const std::string& out, const std::string& title,
                        std::vector<ReportPlanPoint> plans) {
-  const bool shortcut = s.cluster.devices > 2048 && s.plan.dp > 1;
-  const StepRun run = run_training_step(s, report_devices(s), shortcut);
+  // The native engine: `s` may be a search's plan, which Scenario::json
+  // (what a SimGrid worker is handed) does not describe.
+  const StepRun run = run_training_step(s, report_devices(s), use_replica_shortcut(s, ReplicaShortcut::kAuto));
   HtmlReportInput in;
   in.title = title;
   in.plan_summary = describe_plan(s.plan);
@@ -41,4 +42,4 @@ void write_step_report(const Scenario& s, const std::string& out, const std::str
   if (!write_file_atomic(out, html_report(in), err)) throw UsageError(err);
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

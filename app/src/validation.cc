@@ -1,4 +1,4 @@
-#include "validation.h"
+#include "shardsim/app/validation.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,10 +12,10 @@
 #include <thread>
 #include <utility>
 
-#include "serve_runner.h"
+#include "shardsim/app/serve.h"
+#include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/framework.h"
-#include "step_runner.h"
 
 namespace shardsim {
 namespace {
@@ -234,7 +234,9 @@ ValidationReport validate_directory(const std::string& dir, int threads, bool ch
           // Data-parallel replicas are symmetric: simulating replica 0 moves
           // every member's data through the shared links (docs/model.md,
           // section 6).
-          const StepRun run = run_training_step(s, {}, s.plan.dp > 1);
+          SimulateOptions opt;
+          opt.replica_shortcut = ReplicaShortcut::kOn;
+          const StepRun run = simulate_step(s, opt);
           per_file[i] = validate_scenario(s, run.report);
         }
         for (auto& row : per_file[i]) row.scenario = fs::relative(files[i], dir).string();

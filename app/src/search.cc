@@ -1,4 +1,4 @@
-#include "plan_search.h"
+#include "shardsim/app/search.h"
 
 #include <algorithm>
 #include <atomic>
@@ -8,17 +8,16 @@
 #include <optional>
 #include <thread>
 
+#include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/compute_model.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
-#include "step_runner.h"
 
 namespace shardsim {
 namespace {
 
-constexpr size_t kWave = 4;                 // plans simulated per wave (fixed: keeps results independent of jobs)
-constexpr int64_t kShortcutDevices = 2048;  // as `simulate`: one data-parallel replica above this
+constexpr size_t kWave = 4;  // plans simulated per wave (fixed: keeps results independent of jobs)
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -81,8 +80,7 @@ StepReport simulate_plan(const Scenario& base, const Plan& plan, int64_t devices
   Scenario s = base;
   s.plan = plan;
   s.cluster.devices = devices;
-  const bool shortcut = devices > kShortcutDevices && plan.dp > 1;
-  return run_training_step(s, {}, shortcut).report;
+  return run_training_step(s, {}, use_replica_shortcut(s, ReplicaShortcut::kAuto)).report;
 }
 
 }  // namespace
@@ -208,6 +206,7 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
 namespace shardsim {
 
 ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimits& limits, int jobs) {
+  if (jobs <= 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   ServingSearchResult res;
   const int64_t n = base.cluster.devices;
   const int64_t tp_limit = base.cluster.fabric == FabricKind::kTorus ? 16 : base.cluster.fat_tree.gpus_per_node;

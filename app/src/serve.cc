@@ -1,14 +1,16 @@
-#include "serve_runner.h"
+#include "shardsim/app/serve.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <tuple>
 #include <vector>
 
+#include "shardsim/app/step.h"
+#include "shardsim/core/error.h"
 #include "shardsim/sim/engine.h"
-#include "step_runner.h"
 
 namespace shardsim {
 namespace {
@@ -57,7 +59,7 @@ class IterationTimer {
     auto [it, fresh] = cache_.try_emplace(key, 0.0);
     if (fresh) {
       const ProgramSet programs = lower_iteration(replica_, shape);
-      const EngineOptions opt = step_engine_options(replica_, {}, replica_.plan.dp > 1);
+      const EngineOptions opt = step_engine_options(replica_, {}, use_replica_shortcut(replica_, ReplicaShortcut::kOn));
       it->second = simulate(programs, *mesh_, *topo_, replica_.cluster.chip, opt).step_time.seconds();
     }
     return it->second;
@@ -97,6 +99,11 @@ LatencyPercentiles pcts(const std::vector<double>& v) {
 }  // namespace
 
 ServeSummary run_serving(const Scenario& s) {
+  if (!s.serving.present) {
+    throw InputError(s.file, "/serving",
+                     "missing: serving a request stream needs a \"serving\" object (see docs/inference.md)");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   ServeSummary out;
   const std::vector<ServeRequest> reqs = serving_requests(s);
   IterationTimer timer(s);
@@ -144,6 +151,7 @@ ServeSummary run_serving(const Scenario& s) {
   out.kv_mean_used = time > 0 ? area / time : 0;
   out.replicas = s.plan.dp / s.plan.ep;
   out.distinct_iterations_simulated = timer.simulations();
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 

@@ -61,11 +61,11 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
 
 }  // namespace shardsim
 
-#include "serve_runner.h"
+#include "shardsim/app/serve.h"
 
 namespace shardsim {
 
-/// Serving search: the replica layouts of an inference scenario with a
+/// Serving search (jobs <= 0: every core): the replica layouts of an inference scenario with a
 /// serving object — tp (powers of two up to a node, or 16 on tori), pp
 /// (1, 2, 4, 8), ep (MoE: powers of two dividing the experts and the
 /// replicas), dp = devices / (tp·pp) — each served end to end. Weight and
@@ -84,5 +84,33 @@ struct ServingLimits {
   double max_tpot_p99_s = 0;
 };
 ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimits& limits, int jobs);
+
+/// The device counts a search over `base` tries: its own, and for kCost on
+/// GPU clusters N/2, N/4, ... as well.
+std::vector<int64_t> search_device_counts(const Scenario& base, SearchObjective objective);
+/// "step_time", "mfu" or "cost" (UsageError otherwise), and back.
+SearchObjective parse_search_objective(const std::string& name);
+const char* to_string(SearchObjective objective);
+
+/// The overrides that turn `base`'s plan into `plan` on `devices` devices.
+std::vector<Override> plan_overrides(const Plan& plan, int64_t devices, const Scenario& base);
+
+/// `shardsim search --json` and its table: the first `top` rows ranked.
+/// Throws InputError (at /plan) when no plan fits.
+std::string search_json(const Scenario& base, const SearchResult& r, SearchObjective objective, int64_t top);
+std::string search_text(const Scenario& base, const SearchResult& r, SearchObjective objective, int64_t top);
+std::string serving_search_json(const Scenario& base, const ServingSearchResult& r, const ServingLimits& limits,
+                                int64_t top);
+std::string serving_search_text(const Scenario& base, const ServingSearchResult& r, const ServingLimits& limits,
+                                int64_t top);
+
+/// The scenario file `base` was loaded from (with `overrides`), its plan
+/// replaced by the best row's, checked to load, written atomically to `out`.
+void emit_best_plan(const Scenario& base, const std::vector<Override>& overrides, const SearchResult& r,
+                    const std::string& out);
+void emit_best_plan(const Scenario& base, const std::vector<Override>& overrides, const ServingSearchResult& r,
+                    const std::string& out);
+/// The HTML report of the best plan with every simulated plan plotted.
+void write_search_report(const Scenario& base, const SearchResult& r, const std::string& out);
 
 }  // namespace shardsim

@@ -10,12 +10,12 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "args.h"
+#include "shardsim/core/error.h"
 #include "shardsim/sim/result_codec.h"
 
 extern char** environ;
 
-namespace shardsim::cli {
+namespace shardsim {
 namespace {
 
 std::string join_ids(const std::vector<uint32_t>& ids) {
@@ -33,28 +33,50 @@ std::string simgrid_worker_path() {
     }
     return env;
   }
+  // Beside the running executable (the shardsim command), then where the
+  // build put it and where `cmake --install` puts it (the Python module).
+  std::vector<std::string> candidates;
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string dir = ".";
   if (n > 0) {
-    std::string exe(self, static_cast<size_t>(n));
-    dir = exe.substr(0, exe.find_last_of('/'));
+    const std::string exe(self, static_cast<size_t>(n));
+    candidates.push_back(exe.substr(0, exe.find_last_of('/')) + "/shardsim-simgrid-worker");
   }
-  std::string path = dir + "/shardsim-simgrid-worker";
-  if (::access(path.c_str(), X_OK) != 0) {
-    throw UsageError("--backend simgrid: this build has no SimGrid backend (" + path +
-                     " not found; install libsimgrid-dev and rebuild)");
+  candidates.push_back(SHARDSIM_BUILD_WORKER);
+  candidates.push_back(SHARDSIM_INSTALL_WORKER);
+  for (const std::string& path : candidates) {
+    if (::access(path.c_str(), X_OK) == 0) return path;
   }
-  return path;
+  throw UsageError("--backend simgrid: this build has no SimGrid backend (no shardsim-simgrid-worker beside " +
+                   candidates.front() + "; install libsimgrid-dev and rebuild)");
 }
 
-EngineResult run_simgrid_worker(const WorkerRequest& request) {
-  const std::string worker = simgrid_worker_path();
-  std::vector<std::string> args = {worker, request.scenario_file};
-  for (const Override& o : request.overrides) {
-    args.push_back("--set");
-    args.push_back(o.path + "=" + o.value);
+EngineResult run_simgrid_worker(const std::string& worker, const WorkerRequest& request) {
+  // The scenario goes in a private temporary file (a pipe would need the
+  // caller to survive SIGPIPE when the worker dies early), removed on return.
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string path = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/shardsim-scenario-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file in " + path + ": " + std::strerror(errno));
+  struct Unlink {
+    std::string path;
+    ~Unlink() { ::unlink(path.c_str()); }
+  } unlink_on_return{path};
+  {
+    size_t done = 0;
+    const std::string& text = request.scenario_json;
+    while (done < text.size()) {
+      const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        ::close(fd);
+        throw std::runtime_error("cannot write the temporary scenario " + path + ": " + std::strerror(errno));
+      }
+      done += static_cast<size_t>(w);
+    }
+    ::close(fd);
   }
+  std::vector<std::string> args = {worker, path, "--name", request.scenario_name};
   if (!request.trace_devices.empty()) {
     args.push_back("--trace-devices");
     args.push_back(join_ids(request.trace_devices));
@@ -95,7 +117,7 @@ EngineResult run_simgrid_worker(const WorkerRequest& request) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   // Exit 2: the worker rejected its input and printed the one-line message.
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw AlreadyReported{2};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw AlreadyReported(2);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     throw std::runtime_error("the SimGrid worker failed (" +
                              (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
@@ -105,21 +127,17 @@ EngineResult run_simgrid_worker(const WorkerRequest& request) {
   return decode_engine_result(bytes);
 }
 
-}  // namespace shardsim::cli
-
-namespace shardsim::cli {
-
-Simulator simulator_for(const Scenario& s, const std::vector<Override>& overrides, std::string& backend) {
+Simulator simulator_for(const Scenario& s, std::string& backend) {
   if (s.simulator.backend == SimulatorSpec::Backend::kNative) {
     backend = "native";
     return {};
   }
   backend = s.simulator.simgrid_model == SimulatorSpec::SimgridModel::kLv08 ? "simgrid LV08" : "simgrid CM02";
-  simgrid_worker_path();  // fail early, before lowering, when there is no worker
-  return [file = s.file, overrides](const ProgramSet&, const Mesh&, const Topology&, const ChipSpec&,
-                                    const EngineOptions& opt) {
-    return run_simgrid_worker(WorkerRequest{file, overrides, opt.trace_devices, opt.replica_shortcut});
+  // Fail early, before lowering, when there is no worker.
+  return [worker = simgrid_worker_path(), json = s.json, name = s.file](const ProgramSet&, const Mesh&, const Topology&,
+                                                                        const ChipSpec&, const EngineOptions& opt) {
+    return run_simgrid_worker(worker, WorkerRequest{json, name, opt.trace_devices, opt.replica_shortcut});
   };
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "validation.h"
+#include "shardsim/app/validation.h"
 
 namespace shardsim {
 

@@ -7,7 +7,7 @@
 #include "shardsim/viz/html_report.h"
 #include "shardsim/workloads/scenario.h"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 /// Devices the report draws: device 0 and the first device of each further
 /// pipeline stage (data-parallel replica 0), at most four.
@@ -18,4 +18,4 @@ std::vector<uint32_t> report_devices(const Scenario& s);
 void write_step_report(const Scenario& s, const std::string& out, const std::string& title,
                        std::vector<ReportPlanPoint> plans = {});
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

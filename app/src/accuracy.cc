@@ -1,4 +1,4 @@
-#include "accuracy_record.h"
+#include "shardsim/app/accuracy.h"
 
 #include <cmath>
 #include <cstdio>

@@ -49,7 +49,7 @@ struct ServeSummary;
 /// A serving scenario's published figures against `shardsim serve`'s:
 ///   output_tokens_per_s_per_device, output_tokens_per_s, total_tokens_per_s
 ///   ttft_{mean,p50,p99}_s, tpot_{mean,p50,p99}_s, itl_{mean,p50,p99}_s,
-///   e2e_mean_s, e2e_p50_s        (the definitions of serve_runner.h)
+///   e2e_mean_s, e2e_p50_s        (the definitions of app/serve.h)
 /// Throws InputError for an unknown metric.
 std::vector<ValidationRow> validate_serving(const Scenario& s, const ServeSummary& r);
 

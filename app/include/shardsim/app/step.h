@@ -1,0 +1,69 @@
+// Simulating one step of a scenario end to end: lower, simulate on the
+// backend the scenario names, account (MFU/HFU, the binding constraint,
+// memory), and the summary and JSON of the result. What `shardsim simulate`
+// and `shardsim.simulate` call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shardsim/core/program.h"
+#include "shardsim/core/step_report.h"
+#include "shardsim/core/timeline.h"
+#include "shardsim/sim/engine.h"
+#include "shardsim/workloads/scenario.h"
+
+namespace shardsim {
+
+struct StepRun {
+  ProgramSet programs;
+  StepReport report;
+  Timeline timeline;
+};
+
+/// Whether one data-parallel replica stands for all (EngineOptions::
+/// replica_shortcut): kAuto from 2048 devices up, kOn whenever dp > 1.
+enum class ReplicaShortcut : uint8_t { kAuto, kOn, kOff };
+
+/// The one rule every caller applies: kOn and kAuto above
+/// kReplicaShortcutDevices simulate replica 0 alone when dp > 1.
+inline constexpr int64_t kReplicaShortcutDevices = 2048;
+bool use_replica_shortcut(const Scenario& s, ReplicaShortcut mode);
+
+/// Runs the engine on a lowered step: the native engine, or a backend in
+/// another process (the SimGrid worker).
+using Simulator =
+    std::function<EngineResult(const ProgramSet&, const Mesh&, const Topology&, const ChipSpec&, const EngineOptions&)>;
+
+/// The engine options of a step of `s`.
+EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut);
+
+/// Lowers and simulates `s`, recording the spans of `trace_devices`. With
+/// `replica_shortcut`, only data-parallel replica 0 is simulated. `simulator`
+/// defaults to the native engine; `backend` names it in the report.
+StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut = false,
+                          const Simulator& simulator = {}, const std::string& backend = "native");
+
+struct SimulateOptions {
+  std::vector<uint32_t> trace_devices;  ///< devices whose spans the timeline keeps
+  ReplicaShortcut replica_shortcut = ReplicaShortcut::kAuto;
+  bool timing = true;  ///< false: the report's wall time is 0 (byte-identical output)
+};
+
+/// Simulates a step of `s` on the backend its "simulator" object names: the
+/// native engine in this process, SimGrid in a worker process that is handed
+/// Scenario::json, the scenario as loaded (a Scenario changed in memory
+/// after loading must go through run_training_step, which stays native).
+/// Throws InputError or UsageError.
+StepRun simulate_step(const Scenario& s, const SimulateOptions& options = {});
+
+/// The summary `shardsim simulate` prints.
+std::string step_summary_text(const Scenario& s, const StepReport& r);
+
+/// The Chrome trace of a run, written atomically to `file`. Throws
+/// UsageError when it cannot be written.
+void write_step_trace(const std::string& file, const StepRun& run);
+
+}  // namespace shardsim
