@@ -17,7 +17,7 @@ Usage:
       {peak_bytes_per_device, capacity_bytes, fits, components}, sim {events,
       flows, devices, ops_per_device, wall_s, backend}.
       --set plan.tp=4      override any field (dotted JSON path; the value is
-                           JSON, or a string if it is not)
+                           JSON, or a string if it is not; null removes it)
       --trace FILE         write a Chrome trace (open in ui.perfetto.dev)
       --trace-devices L    devices to trace, e.g. 0,1,8-15 (default 0)
       --no-timing          report sim.wall_s as 0, for byte-identical output

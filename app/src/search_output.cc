@@ -119,28 +119,6 @@ const char* to_string(SearchObjective objective) {
   return "step_time";
 }
 
-std::vector<Override> plan_overrides(const Plan& p, int64_t devices, const Scenario& base) {
-  auto i = [](int64_t x) { return std::to_string(x); };
-  std::vector<Override> o = {{"plan.dp", i(p.dp)},
-                             {"plan.tp", i(p.tp)},
-                             {"plan.pp", i(p.pp)},
-                             {"plan.cp", i(p.cp)},
-                             {"plan.zero", i(p.zero)},
-                             {"plan.microbatch_size", i(p.microbatch_size)},
-                             {"plan.recompute", std::string(to_string(p.recompute))},
-                             {"plan.sequence_parallel", p.sequence_parallel ? "true" : "false"},
-                             {"plan.schedule", p.schedule == PipelineSchedule::kInterleaved ? "interleaved"
-                                               : p.schedule == PipelineSchedule::kGpipe     ? "gpipe"
-                                                                                            : "1f1b"},
-                             {"plan.virtual_stages", i(p.virtual_stages)}};
-  if (p.ep > 1 || base.plan.ep > 1) o.push_back({"plan.ep", i(p.ep)});
-  if (p.recompute != Recompute::kCustom && !base.plan.recompute_keep.empty()) {
-    o.push_back({"plan.recompute_keep", "[]"});
-  }
-  if (devices != base.cluster.devices) o.push_back({"cluster.devices", i(devices)});
-  return o;
-}
-
 std::string search_json(const Scenario& base, const SearchResult& res, SearchObjective objective, int64_t top) {
   require_rows(base, res);
   nlohmann::json j;
@@ -236,7 +214,12 @@ void emit_best_plan(const Scenario& base, const std::vector<Override>& overrides
   require_rows(base, r);
   const SearchRow& b = r.rows.front();
   std::vector<Override> all = overrides;
-  for (Override& o : plan_overrides(b.plan, b.devices, base)) all.push_back(std::move(o));
+  // The scenario's own plan stays as its file has it; an enumerated one gets
+  // every field the enumerator set (fields it reset go back to defaults).
+  if (!b.from_scenario) {
+    for (Override& o : searched_plan_overrides(b.plan)) all.push_back(std::move(o));
+  }
+  if (b.devices != base.cluster.devices) all.push_back({"cluster.devices", std::to_string(b.devices)});
   write_checked_scenario(base, all, out);
 }
 

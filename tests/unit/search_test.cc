@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "shardsim/app/search.h"
-#include "shardsim/workloads/plan_space.h"
 #include "shardsim/app/step.h"
+#include "shardsim/workloads/plan_space.h"
 #include "test_helpers.h"
 
 namespace shardsim {
@@ -99,6 +99,43 @@ TEST(Search, EveryCandidateIsValidAndFits) {
   for (const PlanCandidate& c : cands) {
     EXPECT_FALSE(check_plan(c.plan, base.model, base.cluster).has_value());
     EXPECT_EQ(c.plan.devices(), 16);
+  }
+}
+
+// The best plan is emitted as the scenario file with the enumerator's fields
+// overridden: every candidate must load back as exactly itself, also from a
+// scenario whose own plan set fields the enumerator resets (hybrid FSDP,
+// bucket sizes, a custom recomputation).
+TEST(Search, EveryCandidateRoundTripsThroughItsOverrides) {
+  const std::string json = R"({"model": {"name": "small", "layers": 4, "hidden": 2048, "ffn_hidden": 8192,
+    "heads": 16, "kv_heads": 8, "vocab": 32000}, "cluster": {"chip": "h100-sxm", "devices": 16,
+    "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}},
+    "plan": {"dp": 16, "zero": 3, "fsdp_shard_size": 8, "fsdp_bucket_params": 1000000, "recompute": "custom",
+             "recompute_keep": ["qkv_proj"], "global_batch": 16, "seq_len": 2048}})";
+  const Scenario base = parse_scenario(json, "base.json");
+  PlanSpaceCounts counts;
+  const std::vector<PlanCandidate> cands = enumerate_plans(base, {base.cluster.devices}, counts);
+  ASSERT_GT(cands.size(), 20u);
+  for (const PlanCandidate& c : cands) {
+    const Plan got = parse_scenario(json, "emitted.json", searched_plan_overrides(c.plan)).plan;
+    const Plan& want = c.plan;
+    SCOPED_TRACE(describe_plan(want));
+    EXPECT_EQ(describe_plan(got), describe_plan(want));
+    EXPECT_EQ(got.dp, want.dp);
+    EXPECT_EQ(got.tp, want.tp);
+    EXPECT_EQ(got.pp, want.pp);
+    EXPECT_EQ(got.cp, want.cp);
+    EXPECT_EQ(got.ep, want.ep);
+    EXPECT_EQ(got.zero, want.zero);
+    EXPECT_EQ(got.microbatch_size, want.microbatch_size);
+    EXPECT_EQ(got.recompute, want.recompute);
+    EXPECT_EQ(got.recompute_keep, want.recompute_keep);
+    EXPECT_EQ(got.virtual_stages, want.virtual_stages);
+    EXPECT_EQ(got.schedule, want.schedule);
+    EXPECT_EQ(got.sequence_parallel, want.sequence_parallel);
+    EXPECT_EQ(got.layers_per_stage, want.layers_per_stage);
+    EXPECT_EQ(got.fsdp_shard_size, want.fsdp_shard_size);
+    EXPECT_EQ(got.fsdp_bucket_params, want.fsdp_bucket_params);
   }
 }
 

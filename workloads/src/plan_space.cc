@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 
@@ -165,6 +166,27 @@ double step_time_estimate_s(const Scenario& s) {
   return (compute + launches + memory_bound + tp_s + ep_s + cp_s) * pipeline_stretch(p) + dp_s;
 }
 
+std::vector<Override> searched_plan_overrides(const Plan& p) {
+  auto i = [](int64_t x) { return std::to_string(x); };
+  return {{"plan.dp", i(p.dp)},
+          {"plan.tp", i(p.tp)},
+          {"plan.pp", i(p.pp)},
+          {"plan.cp", i(p.cp)},
+          {"plan.ep", i(p.ep)},
+          {"plan.zero", i(p.zero)},
+          {"plan.microbatch_size", i(p.microbatch_size)},
+          {"plan.recompute", std::string(to_string(p.recompute))},
+          {"plan.recompute_keep", "null"},
+          {"plan.virtual_stages", i(p.virtual_stages)},
+          {"plan.schedule", p.schedule == PipelineSchedule::kInterleaved ? "interleaved"
+                            : p.schedule == PipelineSchedule::kGpipe     ? "gpipe"
+                                                                         : "1f1b"},
+          {"plan.sequence_parallel", p.sequence_parallel ? "true" : "false"},
+          {"plan.layers_per_stage", "null"},
+          {"plan.fsdp_shard_size", p.fsdp_shard_size > 0 ? i(p.fsdp_shard_size) : "null"},
+          {"plan.fsdp_bucket_params", p.fsdp_bucket_params > 0 ? i(p.fsdp_bucket_params) : "null"}};
+}
+
 std::string describe_plan(const Plan& p) {
   std::string out = "tp " + std::to_string(p.tp);
   if (p.cp > 1) out += " · cp " + std::to_string(p.cp);
@@ -216,6 +238,7 @@ std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vect
                     p.layers_per_stage.clear();
                     p.fsdp_shard_size = 0;
                     p.fsdp_bucket_params = 0;
+                    // (searched_plan_overrides writes these same fields.)
                     if (check_plan(p, m, s.cluster)) {
                       ++counts.invalid;
                       continue;

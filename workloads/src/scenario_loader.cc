@@ -69,7 +69,12 @@ void apply_override(Json& root, const Override& o, const std::string& file) {
     const std::string parent = ptr;
     ptr += "/" + key;
     if (dot == std::string::npos) {
-      (*node)[key] = value;
+      // null removes the field: it takes its default again.
+      if (value.is_null()) {
+        node->erase(key);
+      } else {
+        (*node)[key] = value;
+      }
       return;
     }
     Json& child = (*node)[key];

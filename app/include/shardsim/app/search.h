@@ -92,9 +92,6 @@ std::vector<int64_t> search_device_counts(const Scenario& base, SearchObjective 
 SearchObjective parse_search_objective(const std::string& name);
 const char* to_string(SearchObjective objective);
 
-/// The overrides that turn `base`'s plan into `plan` on `devices` devices.
-std::vector<Override> plan_overrides(const Plan& plan, int64_t devices, const Scenario& base);
-
 /// `shardsim search --json` and its table: the first `top` rows ranked.
 /// Throws InputError (at /plan) when no plan fits.
 std::string search_json(const Scenario& base, const SearchResult& r, SearchObjective objective, int64_t top);

@@ -40,6 +40,14 @@ struct PlanSpaceCounts {
 std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vector<int64_t>& device_counts,
                                            PlanSpaceCounts& counts);
 
+/// The overrides that give a scenario the plan fields enumerate_plans sets
+/// on a candidate (every one of them, those it resets to their defaults as
+/// null: the loader's default), so that a scenario file rendered with them
+/// loads as exactly the candidate's plan. Kept beside the enumerator: a field
+/// it starts to set must be added here (tests/unit/search_test.cc checks the
+/// round trip).
+std::vector<Override> searched_plan_overrides(const Plan& p);
+
 /// A lower bound on the simulated step time of `s`: the average device's
 /// matmul FLOPs at peak·matmul_efficiency plus its attention FLOPs at
 /// peak·attention_efficiency (the roofline never runs faster, and the busiest
