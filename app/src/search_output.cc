@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "output.h"
 #include "shardsim/app/report.h"
 #include "shardsim/app/search.h"
-#include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/framework.h"
 
@@ -55,15 +55,6 @@ nlohmann::json serving_row_json(const ServingRow& r) {
           {"ttft_p99_s", r.summary.ttft_s.p99},
           {"tpot_p99_s", r.summary.tpot_s.p99},
           {"e2e_p99_s", r.summary.e2e_s.p99}};
-}
-
-template <typename... A>
-void put(std::string& out, const char* fmt, A... a) {
-  const int n = std::snprintf(nullptr, 0, fmt, a...);
-  if (n <= 0) return;
-  std::string buf(static_cast<size_t>(n) + 1, '\0');
-  std::snprintf(buf.data(), buf.size(), fmt, a...);
-  out.append(buf.data(), static_cast<size_t>(n));
 }
 
 void require_rows(const Scenario& base, const SearchResult& r) {
@@ -141,29 +132,34 @@ std::string search_text(const Scenario& base, const SearchResult& res, SearchObj
   require_rows(base, res);
   std::string o;
   const double per_s = res.enumerate_wall_s > 0 ? static_cast<double>(res.counts.enumerated) / res.enumerate_wall_s : 0;
-  put(o, "search: %s on %lld x %s, %lld sequences of %lld tokens per step, objective %s\n", base.model.name.c_str(),
-      static_cast<long long>(base.cluster.devices), base.cluster.chip.name.c_str(),
-      static_cast<long long>(base.plan.global_batch), static_cast<long long>(base.plan.seq_len), to_string(objective));
-  put(o, "  plans     %lld enumerated, %lld invalid, %lld over memory, %lld candidates (%.3f s, %.0f plans/s)\n",
+  detail::appendf(o, "search: %s on %lld x %s, %lld sequences of %lld tokens per step, objective %s\n",
+                  base.model.name.c_str(), static_cast<long long>(base.cluster.devices), base.cluster.chip.name.c_str(),
+                  static_cast<long long>(base.plan.global_batch), static_cast<long long>(base.plan.seq_len),
+                  to_string(objective));
+  detail::appendf(
+      o, "  plans     %lld enumerated, %lld invalid, %lld over memory, %lld candidates (%.3f s, %.0f plans/s)\n",
       static_cast<long long>(res.counts.enumerated), static_cast<long long>(res.counts.invalid),
       static_cast<long long>(res.counts.over_memory), static_cast<long long>(res.candidates), res.enumerate_wall_s,
       per_s);
-  put(o,
-      "  simulated %zu (the scenario's plan included); pruned %lld by the analytical bound and %lld by "
-      "their compute ops; %lld left by the budget (%.1f s)\n",
-      res.rows.size(), static_cast<long long>(res.pruned_by_bound), static_cast<long long>(res.pruned_by_compute),
-      static_cast<long long>(res.left_by_budget), res.simulate_wall_s);
-  put(o, "  %s\n",
-      res.left_by_budget == 0 ? "best proven: every other plan's lower bound is above it"
-                              : "best not proven: raise --max-simulations to simulate the plans the budget left");
+  detail::appendf(o,
+                  "  simulated %zu (the scenario's plan included); pruned %lld by the analytical bound and %lld by "
+                  "their compute ops; %lld left by the budget (%.1f s)\n",
+                  res.rows.size(), static_cast<long long>(res.pruned_by_bound),
+                  static_cast<long long>(res.pruned_by_compute), static_cast<long long>(res.left_by_budget),
+                  res.simulate_wall_s);
+  detail::appendf(o, "  %s\n",
+                  res.left_by_budget == 0
+                      ? "best proven: every other plan's lower bound is above it"
+                      : "best not proven: raise --max-simulations to simulate the plans the budget left");
   o += "\n  rank  step_s    MFU     mem GiB  bound by                  plan\n";
   for (size_t i = 0; i < res.rows.size() && static_cast<int64_t>(i) < top; ++i) {
     const SearchRow& r = res.rows[i];
-    put(o, "  %4zu  %8.4f  %5.1f%%  %7.2f  %-24s  %s%s%s\n", i + 1, r.report.step_time_s, 100 * r.report.mfu,
-        static_cast<double>(r.report.memory.peak_bytes_per_device) / (1024.0 * 1024 * 1024), r.report.binding.c_str(),
-        describe_plan(r.plan).c_str(),
-        r.devices != base.cluster.devices ? (" on " + std::to_string(r.devices)).c_str() : "",
-        r.from_scenario ? "  (scenario)" : "");
+    detail::appendf(o, "  %4zu  %8.4f  %5.1f%%  %7.2f  %-24s  %s%s%s\n", i + 1, r.report.step_time_s,
+                    100 * r.report.mfu,
+                    static_cast<double>(r.report.memory.peak_bytes_per_device) / (1024.0 * 1024 * 1024),
+                    r.report.binding.c_str(), describe_plan(r.plan).c_str(),
+                    r.devices != base.cluster.devices ? (" on " + std::to_string(r.devices)).c_str() : "",
+                    r.from_scenario ? "  (scenario)" : "");
   }
   return o;
 }
@@ -190,21 +186,22 @@ std::string serving_search_text(const Scenario& base, const ServingSearchResult&
                                 int64_t top) {
   require_rows(base, res);
   std::string o;
-  put(o, "search (serving): %s on %lld x %s, objective output tokens/s per device", base.model.name.c_str(),
-      static_cast<long long>(base.cluster.devices), base.cluster.chip.name.c_str());
-  if (limits.max_ttft_p99_s > 0) put(o, ", TTFT p99 <= %g s", limits.max_ttft_p99_s);
-  if (limits.max_tpot_p99_s > 0) put(o, ", TPOT p99 <= %g s", limits.max_tpot_p99_s);
-  put(o, "\n  layouts   %lld enumerated, %lld invalid, %lld without room for the KV cache, %zu served\n\n",
-      static_cast<long long>(res.enumerated), static_cast<long long>(res.invalid),
-      static_cast<long long>(res.over_memory), res.rows.size());
+  detail::appendf(o, "search (serving): %s on %lld x %s, objective output tokens/s per device", base.model.name.c_str(),
+                  static_cast<long long>(base.cluster.devices), base.cluster.chip.name.c_str());
+  if (limits.max_ttft_p99_s > 0) detail::appendf(o, ", TTFT p99 <= %g s", limits.max_ttft_p99_s);
+  if (limits.max_tpot_p99_s > 0) detail::appendf(o, ", TPOT p99 <= %g s", limits.max_tpot_p99_s);
+  detail::appendf(o, "\n  layouts   %lld enumerated, %lld invalid, %lld without room for the KV cache, %zu served\n\n",
+                  static_cast<long long>(res.enumerated), static_cast<long long>(res.invalid),
+                  static_cast<long long>(res.over_memory), res.rows.size());
   o += "  rank  tok/s/dev  TTFT p99  TPOT p99  replicas  layout\n";
   for (size_t i = 0; i < res.rows.size() && static_cast<int64_t>(i) < top; ++i) {
     const ServingRow& r = res.rows[i];
-    put(o, "  %4zu  %9.2f  %8.4f  %8.4f  %8lld  tp %lld · pp %lld%s%s\n", i + 1,
-        r.summary.output_tokens_per_s_per_device, r.summary.ttft_s.p99, r.summary.tpot_s.p99,
-        static_cast<long long>(r.summary.replicas), static_cast<long long>(r.plan.tp),
-        static_cast<long long>(r.plan.pp), r.plan.ep > 1 ? (" · ep " + std::to_string(r.plan.ep)).c_str() : "",
-        r.feasible ? "" : "  (misses the limits)");
+    detail::appendf(o, "  %4zu  %9.2f  %8.4f  %8.4f  %8lld  tp %lld · pp %lld%s%s\n", i + 1,
+                    r.summary.output_tokens_per_s_per_device, r.summary.ttft_s.p99, r.summary.tpot_s.p99,
+                    static_cast<long long>(r.summary.replicas), static_cast<long long>(r.plan.tp),
+                    static_cast<long long>(r.plan.pp),
+                    r.plan.ep > 1 ? (" · ep " + std::to_string(r.plan.ep)).c_str() : "",
+                    r.feasible ? "" : "  (misses the limits)");
   }
   return o;
 }

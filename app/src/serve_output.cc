@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "output.h"
 #include "shardsim/app/serve.h"
-#include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
 
 namespace shardsim {
@@ -15,33 +15,26 @@ nlohmann::json percentiles(const LatencyPercentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
 }
 
-template <typename... A>
-void put(std::string& out, const char* fmt, A... a) {
-  const int n = std::snprintf(nullptr, 0, fmt, a...);
-  if (n <= 0) return;
-  std::string buf(static_cast<size_t>(n) + 1, '\0');
-  std::snprintf(buf.data(), buf.size(), fmt, a...);
-  out.append(buf.data(), static_cast<size_t>(n));
-}
-
 bool write_trace(std::FILE* f, const ServeResult& r, int64_t replicas) {
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   for (int64_t i = 0; i < replicas; ++i) {
-    put(out,
-        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"args\":{\"name\":\"replica %" PRId64 "\"}},\n",
-        i, i);
+    detail::appendf(out,
+                    "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"args\":{\"name\":\"replica %" PRId64
+                    "\"}},\n",
+                    i, i);
   }
   for (const ServeIteration& it : r.iterations) {
     const char* name = it.shape.prefill_tokens > 0 && it.shape.decode_sequences > 0 ? "mixed"
                        : it.shape.prefill_tokens > 0                                ? "prefill"
                                                                                     : "decode";
-    put(out,
-        "{\"ph\":\"X\",\"name\":\"%s\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,\"args\":{"
-        "\"prefill_tokens\":%" PRId64 ",\"decode_sequences\":%" PRId64 ",\"running\":%" PRId64 "}},\n",
-        name, it.replica, it.start_s * 1e6, (it.end_s - it.start_s) * 1e6, it.shape.prefill_tokens,
-        it.shape.decode_sequences, it.running);
-    put(out, "{\"ph\":\"C\",\"name\":\"kv cache used\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"fraction\":%.4f}},\n",
-        it.replica, it.end_s * 1e6, it.kv_used);
+    detail::appendf(out,
+                    "{\"ph\":\"X\",\"name\":\"%s\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,\"args\":{"
+                    "\"prefill_tokens\":%" PRId64 ",\"decode_sequences\":%" PRId64 ",\"running\":%" PRId64 "}},\n",
+                    name, it.replica, it.start_s * 1e6, (it.end_s - it.start_s) * 1e6, it.shape.prefill_tokens,
+                    it.shape.decode_sequences, it.running);
+    detail::appendf(out,
+                    "{\"ph\":\"C\",\"name\":\"kv cache used\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"fraction\":%.4f}},\n",
+                    it.replica, it.end_s * 1e6, it.kv_used);
     if (out.size() > (1u << 20)) {
       if (std::fwrite(out.data(), 1, out.size(), f) != out.size()) return false;
       out.clear();
@@ -99,32 +92,30 @@ std::string serve_summary_text(const Scenario& s, const ServeSummary& sum) {
                                    ? "closed loop of " + std::to_string(sv.concurrency)
                                    : "Poisson";
   std::string o;
-  put(o, "serve: %s on %lld x %s, %lld replicas of tp %lld x pp %lld (%s); %s arrivals\n", s.model.name.c_str(),
-      static_cast<long long>(s.cluster.devices), s.cluster.chip.name.c_str(), static_cast<long long>(sum.replicas),
-      static_cast<long long>(s.plan.tp), static_cast<long long>(s.plan.pp), policy.c_str(), arrivals.c_str());
-  put(o, "  requests         %zu over %.2f s; %.1f output tokens/s (%.2f per device), %.1f total tokens/s\n",
-      r.requests.size(), sum.duration_s, sum.output_tokens_per_s, sum.output_tokens_per_s_per_device,
-      sum.total_tokens_per_s);
-  put(o, "  time to first token   p50 %.4f s   p90 %.4f s   p99 %.4f s\n", T.p50, T.p90, T.p99);
-  put(o, "  time per output token p50 %.4f s   p90 %.4f s   p99 %.4f s\n", P.p50, P.p90, P.p99);
-  put(o, "  inter-token latency   p50 %.4f s   p90 %.4f s   p99 %.4f s\n", I.p50, I.p90, I.p99);
-  put(o, "  end to end            p50 %.4f s   p90 %.4f s   p99 %.4f s\n", E.p50, E.p90, E.p99);
-  put(o,
-      "  kv cache         %lld blocks of %lld tokens per replica; used %.1f%% on average, %.1f%% at most; "
-      "%lld preemptions\n",
-      static_cast<long long>(r.kv_blocks_per_replica), static_cast<long long>(r.block_tokens), 100 * sum.kv_mean_used,
-      100 * sum.kv_max_used, static_cast<long long>(r.preemptions));
-  put(o, "  simulation       %zu iterations, %zu distinct shapes simulated, %.3f s wall\n", r.iterations.size(),
-      sum.distinct_iterations_simulated, sum.wall_s);
+  detail::appendf(o, "serve: %s on %lld x %s, %lld replicas of tp %lld x pp %lld (%s); %s arrivals\n",
+                  s.model.name.c_str(), static_cast<long long>(s.cluster.devices), s.cluster.chip.name.c_str(),
+                  static_cast<long long>(sum.replicas), static_cast<long long>(s.plan.tp),
+                  static_cast<long long>(s.plan.pp), policy.c_str(), arrivals.c_str());
+  detail::appendf(o,
+                  "  requests         %zu over %.2f s; %.1f output tokens/s (%.2f per device), %.1f total tokens/s\n",
+                  r.requests.size(), sum.duration_s, sum.output_tokens_per_s, sum.output_tokens_per_s_per_device,
+                  sum.total_tokens_per_s);
+  detail::appendf(o, "  time to first token   p50 %.4f s   p90 %.4f s   p99 %.4f s\n", T.p50, T.p90, T.p99);
+  detail::appendf(o, "  time per output token p50 %.4f s   p90 %.4f s   p99 %.4f s\n", P.p50, P.p90, P.p99);
+  detail::appendf(o, "  inter-token latency   p50 %.4f s   p90 %.4f s   p99 %.4f s\n", I.p50, I.p90, I.p99);
+  detail::appendf(o, "  end to end            p50 %.4f s   p90 %.4f s   p99 %.4f s\n", E.p50, E.p90, E.p99);
+  detail::appendf(o,
+                  "  kv cache         %lld blocks of %lld tokens per replica; used %.1f%% on average, %.1f%% at most; "
+                  "%lld preemptions\n",
+                  static_cast<long long>(r.kv_blocks_per_replica), static_cast<long long>(r.block_tokens),
+                  100 * sum.kv_mean_used, 100 * sum.kv_max_used, static_cast<long long>(r.preemptions));
+  detail::appendf(o, "  simulation       %zu iterations, %zu distinct shapes simulated, %.3f s wall\n",
+                  r.iterations.size(), sum.distinct_iterations_simulated, sum.wall_s);
   return o;
 }
 
 void write_serve_trace(const std::string& file, const ServeSummary& sum) {
-  std::string err;
-  if (!write_file_atomic(
-          file, [&](std::FILE* f) { return write_trace(f, sum.result, sum.replicas); }, err)) {
-    throw UsageError(err);
-  }
+  detail::write_output_file(file, [&](std::FILE* f) { return write_trace(f, sum.result, sum.replicas); });
 }
 
 }  // namespace shardsim

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "shardsim/core/atomic_file.h"
+#include "output.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/compute_model.h"
 #include "shardsim/sim/engine.h"
@@ -152,11 +152,7 @@ StepRun simulate_step(const Scenario& s, const SimulateOptions& options) {
 }
 
 void write_step_trace(const std::string& file, const StepRun& run) {
-  std::string err;
-  if (!write_file_atomic(
-          file, [&](std::FILE* f) { return write_chrome_trace(f, run.programs, run.timeline); }, err)) {
-    throw UsageError(err);
-  }
+  detail::write_output_file(file, [&](std::FILE* f) { return write_chrome_trace(f, run.programs, run.timeline); });
 }
 
 namespace {
@@ -167,55 +163,50 @@ std::string gib_text(int64_t b) {
   return buf;
 }
 
-/// printf appended to a std::string, of any length.
-template <typename... A>
-void put(std::string& out, const char* fmt, A... a) {
-  const int n = std::snprintf(nullptr, 0, fmt, a...);
-  if (n <= 0) return;
-  std::string buf(static_cast<size_t>(n) + 1, '\0');
-  std::snprintf(buf.data(), buf.size(), fmt, a...);
-  out.append(buf.data(), static_cast<size_t>(n));
-}
-
 }  // namespace
 
 std::string step_summary_text(const Scenario& s, const StepReport& r) {
   std::string o;
   const Plan& p = s.plan;
-  put(o, "%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
+  detail::appendf(
+      o, "%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
       r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
       static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.cp), p.zero,
       p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
       static_cast<long long>(p.microbatch_size), static_cast<long long>(p.seq_len));
-  put(o, "  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);
-  put(o, "  MFU                %.1f %%    (HFU %.1f %%; per device %.1f model, %.1f hardware TFLOP/s)\n", 100 * r.mfu,
-      100 * r.hfu, r.model_tflops_per_device, r.hardware_tflops_per_device);
-  put(o, "  bound by           %s\n", r.binding.c_str());
+  detail::appendf(o, "  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);
+  detail::appendf(o, "  MFU                %.1f %%    (HFU %.1f %%; per device %.1f model, %.1f hardware TFLOP/s)\n",
+                  100 * r.mfu, 100 * r.hfu, r.model_tflops_per_device, r.hardware_tflops_per_device);
+  detail::appendf(o, "  bound by           %s\n", r.binding.c_str());
   const auto& b = r.breakdown;
   auto pct = [&](double x) { return r.step_time_s > 0 ? 100 * x / r.step_time_s : 0.0; };
-  put(o, "  breakdown          compute %.4f s (%.1f%%), exposed comm %.4f s (%.1f%%), bubble %.4f s, other %.4f s\n",
+  detail::appendf(
+      o, "  breakdown          compute %.4f s (%.1f%%), exposed comm %.4f s (%.1f%%), bubble %.4f s, other %.4f s\n",
       b.compute_s, pct(b.compute_s), b.exposed_comm_s, pct(b.exposed_comm_s), b.bubble_s, b.other_s);
   auto list = [](const std::vector<std::pair<std::string, double>>& items) {
     std::string out;
-    for (const auto& [name, seconds] : items) put(out, "%s%s %.4f s", out.empty() ? "" : ", ", name.c_str(), seconds);
+    for (const auto& [name, seconds] : items)
+      detail::appendf(out, "%s%s %.4f s", out.empty() ? "" : ", ", name.c_str(), seconds);
     return out.empty() ? std::string("none") : out;
   };
-  put(o, "  device %lld compute  %s\n", static_cast<long long>(r.critical_device), list(r.compute_by_kind_s).c_str());
-  put(o, "  device %lld comm     %s (busy, overlapping)\n", static_cast<long long>(r.critical_device),
-      list(r.comm_busy_by_stream_s).c_str());
-  put(o, "  memory per device  %s of %s: %s\n", gib_text(r.memory.peak_bytes_per_device).c_str(),
-      gib_text(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
-  if (!r.memory.peak_at.empty()) put(o, "    peak at %s\n", r.memory.peak_at.c_str());
+  detail::appendf(o, "  device %lld compute  %s\n", static_cast<long long>(r.critical_device),
+                  list(r.compute_by_kind_s).c_str());
+  detail::appendf(o, "  device %lld comm     %s (busy, overlapping)\n", static_cast<long long>(r.critical_device),
+                  list(r.comm_busy_by_stream_s).c_str());
+  detail::appendf(o, "  memory per device  %s of %s: %s\n", gib_text(r.memory.peak_bytes_per_device).c_str(),
+                  gib_text(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
+  if (!r.memory.peak_at.empty()) detail::appendf(o, "    peak at %s\n", r.memory.peak_at.c_str());
   if (!r.memory.fits) {
     auto comps = r.memory.components;
     std::sort(comps.begin(), comps.end(), [](const auto& x, const auto& y) { return x.bytes > y.bytes; });
     o += "    largest:";
     for (size_t i = 0; i < comps.size() && i < 3; ++i) {
-      put(o, "%s %s %s", i ? "," : "", comps[i].name.c_str(), gib_text(comps[i].bytes).c_str());
+      detail::appendf(o, "%s %s %s", i ? "," : "", comps[i].name.c_str(), gib_text(comps[i].bytes).c_str());
     }
     o += "\n";
   }
-  put(o,
+  detail::appendf(
+      o,
       "  simulation         %s: %llu events, %llu flows, %lld ops per device, %lld of %lld devices run, %.3f s wall\n",
       r.sim.backend.c_str(), static_cast<unsigned long long>(r.sim.events),
       static_cast<unsigned long long>(r.sim.flows), static_cast<long long>(r.sim.ops_per_device),
