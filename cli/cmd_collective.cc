@@ -9,7 +9,6 @@
 #include "args.h"
 #include "commands.h"
 #include "shardsim/app/collective.h"
-#include "shardsim/sim/collective.h"
 
 namespace shardsim::cli {
 
@@ -69,7 +68,7 @@ int cmd_collective(const std::vector<std::string>& args) {
         throw UsageError("--factor: expected a number from 1.01 to 1024, got \"" + factor_text + "\"");
       }
     }
-    req.sizes_bytes = sweep_sizes(lo, hi, factor);
+    req.sizes_bytes = collective_sweep_sizes(lo, hi, factor);
   }
   const CollectiveResult r = time_collective(input, sets, req);
   std::fputs((json ? collective_json(r) : collective_text(r)).c_str(), stdout);

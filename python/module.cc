@@ -187,6 +187,7 @@ PYBIND11_MODULE(_shardsim, m) {
   m.def("search", &py_search);
   m.def("collective", &py_collective);
   m.def("validate", &py_validate);
+  m.def("sweep_sizes", &collective_sweep_sizes);
   m.def("sweep", &py_sweep);
   m.def("presets", &py_presets);
   m.def("preset", &py_preset);

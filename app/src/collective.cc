@@ -35,6 +35,20 @@ bool is_scenario_file(const std::string& file) {
 
 }  // namespace
 
+std::vector<int64_t> collective_sweep_sizes(int64_t min_bytes, int64_t max_bytes, double factor) {
+  if (min_bytes < 1) throw UsageError("--sweep: sizes start at 1 byte, got " + std::to_string(min_bytes));
+  if (min_bytes > max_bytes) {
+    throw UsageError("--sweep: MIN must not exceed MAX, got " + std::to_string(min_bytes) + ":" +
+                     std::to_string(max_bytes));
+  }
+  if (!(factor >= 1.01 && factor <= 1024)) {
+    throw UsageError("--factor: expected a number from 1.01 to 1024, got " + std::to_string(factor));
+  }
+  std::vector<int64_t> sizes = sweep_sizes(min_bytes, max_bytes, factor);
+  if (sizes.size() > 4096) throw UsageError("--sweep: more than 4096 sizes; raise --factor");
+  return sizes;
+}
+
 CollectiveResult time_collective(const std::string& input, const std::vector<Override>& overrides,
                                  const CollectiveRequest& request) {
   if (is_scenario_file(input)) {
@@ -50,7 +64,7 @@ CollectiveResult time_collective(const std::string& input, const std::vector<Ove
 CollectiveResult time_collective(const ClusterSpec& cluster, const Plan* plan, const CollectiveRequest& request) {
   const CollectiveKind kind = parse_op(request.op);
   if (request.sizes_bytes.empty()) throw UsageError("collective: no message size given");
-  if (request.sizes_bytes.size() > 4096) throw UsageError("--sweep: more than 4096 sizes; raise --factor");
+  if (request.sizes_bytes.size() > 4096) throw UsageError("collective: more than 4096 sizes");
   for (const int64_t b : request.sizes_bytes) {
     if (b < 0) throw UsageError("--bytes: expected a size of at least 0 bytes, got " + std::to_string(b));
   }

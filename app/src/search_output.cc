@@ -16,9 +16,7 @@ namespace {
 
 std::string schedule_name(const Plan& p) {
   if (p.pp <= 1) return "none";
-  return p.schedule == PipelineSchedule::kInterleaved ? "interleaved"
-         : p.schedule == PipelineSchedule::kGpipe     ? "gpipe"
-                                                      : "1f1b";
+  return std::string(to_string(p.schedule));
 }
 
 nlohmann::json row_json(const SearchRow& r) {

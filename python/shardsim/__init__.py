@@ -143,22 +143,6 @@ def _bytes(x):
     raise ValueError("bytes: expected an integer or a size such as '256MiB' or '1GB', got " + repr(x))
 
 
-def _sweep_sizes(lo, hi, factor):
-    if lo > hi:
-        raise ValueError("sweep: the first size must not exceed the second")
-    if not 1.01 <= factor <= 1024:
-        raise ValueError("factor: expected a number from 1.01 to 1024")
-    sizes, x = [], float(lo)
-    while True:
-        sizes.append(int(round(x)))
-        if sizes[-1] >= hi:
-            break
-        x = max(x * factor, x + 1)
-        if x > hi and sizes[-1] < hi:
-            x = hi
-    return sorted(set(sizes))
-
-
 def collective(cluster, op, *, bytes=None, sweep=None, factor=2.0, group="all", concurrent=False, overrides=None):
     """Times one collective alone on a fabric (nccl-tests' algbw and busbw);
     returns the dict of ``shardsim collective --json``.
@@ -172,7 +156,7 @@ def collective(cluster, op, *, bytes=None, sweep=None, factor=2.0, group="all", 
         raise ValueError("collective: give bytes=SIZE or sweep=(MIN, MAX)")
     if sweep is not None:
         lo, hi = sweep
-        sizes = _sweep_sizes(_bytes(lo), _bytes(hi), float(factor))
+        sizes = _shardsim.sweep_sizes(_bytes(lo), _bytes(hi), float(factor))
     else:
         sizes = [_bytes(bytes)]
     if isinstance(cluster, dict):

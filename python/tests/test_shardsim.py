@@ -100,6 +100,14 @@ def test_collective_equals_the_cli(cli):
     got = shardsim.collective("dgx-h100-superpod", "all-reduce", sweep=("1MB", "64MB"), group=8)
     want = cli("collective", "dgx-h100-superpod", "--op", "all-reduce", "--sweep", "1MB:64MB", "--group", "8", "--json")
     assert got == want
+    # A sweep whose maximum is not a power of the factor: the same sizes as the CLI.
+    odd = shardsim.collective("dgx-h100-superpod", "all-gather", sweep=("3KB", "1MB"), factor=3, group=8)
+    assert odd == cli(
+        "collective", "dgx-h100-superpod", "--op", "all-gather", "--sweep", "3KB:1MB", "--factor", "3", "--group",
+        "8", "--json"
+    )
+    with pytest.raises(ValueError, match="--factor"):
+        shardsim.collective("dgx-h100-superpod", "all-gather", sweep=("1KB", "1MB"), factor=1)
     one = shardsim.collective("dgx-h100-superpod", "all-gather", bytes="256MiB", group=8)
     assert one == cli(
         "collective", "dgx-h100-superpod", "--op", "all-gather", "--bytes", "256MiB", "--group", "8", "--json"

@@ -47,6 +47,18 @@ std::string_view to_string(Framework f) {
   return "?";
 }
 
+std::string_view to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kGpipe:
+      return "gpipe";
+    case PipelineSchedule::kInterleaved:
+      return "interleaved";
+    case PipelineSchedule::kOneFOneB:
+      break;
+  }
+  return "1f1b";
+}
+
 std::string_view to_string(Recompute r) {
   switch (r) {
     case Recompute::kNone:

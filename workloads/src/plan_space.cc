@@ -178,9 +178,7 @@ std::vector<Override> searched_plan_overrides(const Plan& p) {
           {"plan.recompute", std::string(to_string(p.recompute))},
           {"plan.recompute_keep", "null"},
           {"plan.virtual_stages", i(p.virtual_stages)},
-          {"plan.schedule", p.schedule == PipelineSchedule::kInterleaved ? "interleaved"
-                            : p.schedule == PipelineSchedule::kGpipe     ? "gpipe"
-                                                                         : "1f1b"},
+          {"plan.schedule", std::string(to_string(p.schedule))},
           {"plan.sequence_parallel", p.sequence_parallel ? "true" : "false"},
           {"plan.layers_per_stage", "null"},
           {"plan.fsdp_shard_size", p.fsdp_shard_size > 0 ? i(p.fsdp_shard_size) : "null"},

@@ -39,6 +39,12 @@ struct CollectiveResult {
   std::vector<CollectivePoint> points;
 };
 
+/// The sizes of a sweep from `min_bytes` to `max_bytes`, each `factor` times
+/// the last (sim/collective.h sweep_sizes), after the checks both faces
+/// share: 1 <= min <= max, factor in [1.01, 1024], at most 4096 sizes.
+/// Throws UsageError.
+std::vector<int64_t> collective_sweep_sizes(int64_t min_bytes, int64_t max_bytes, double factor);
+
 /// Times `request` on `input`: a scenario file (its cluster, and its plan for
 /// tp / dp groups), a cluster file or a cluster preset name, with `overrides`
 /// applied. Throws InputError for a bad file, UsageError for a bad request.

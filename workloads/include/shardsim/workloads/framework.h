@@ -14,6 +14,8 @@ namespace shardsim {
 std::string_view to_string(Framework f);
 /// A recomputation policy as a plan names it ("none", "op_sac", ...).
 std::string_view to_string(Recompute r);
+/// A pipeline schedule as a plan names it ("1f1b", "gpipe", "interleaved").
+std::string_view to_string(PipelineSchedule s);
 /// An attention kernel as plans and chip presets name it.
 std::string_view to_string(AttentionKernel k);
 std::optional<AttentionKernel> attention_kernel_named(std::string_view name);
