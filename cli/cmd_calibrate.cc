@@ -1,15 +1,14 @@
 // shardsim calibrate: run a backend's micro-benchmarks (CPU: MPI + OpenBLAS;
 // CUDA: cuBLAS, own kernels, NCCL) on N ranks and write the measured profile
-// (docs/realexec.md, Calibration).
+// (docs/realexec.md, Calibration); app/real_run.h writes its summary.
 #include <cstdio>
-#include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "commands.h"
 #include "rank_programs.h"
+#include "shardsim/app/real_run.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/realexec/launch.h"
 
@@ -65,26 +64,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     std::string err;
     if (!write_file_atomic(out_file, text, err)) throw UsageError(err);
   }
-  if (json) {
-    std::fputs(text.c_str(), stdout);
-    return 0;
-  }
-  const auto p = nlohmann::json::parse(text);
-  std::printf("%s backend profile, %lld ranks%s\n", backend == "cuda" ? "CUDA" : "CPU", static_cast<long long>(ranks),
-              out_file.empty() ? "" : (" -> " + out_file).c_str());
-  for (const auto& m : p["compute"]["matmul"]) {
-    std::printf("  matmul %4lld^3        %6.1f GFLOP/s\n", m["m"].get<long long>(),
-                m["flops_per_s"].get<double>() * 1e-9);
-  }
-  std::printf("  attention (causal)   %6.1f GFLOP/s\n", p["compute"]["attention"]["flops_per_s"].get<double>() * 1e-9);
-  std::printf("  memory (stream)      %6.2f GB/s\n", p["compute"]["memory"]["GBps"].get<double>());
-  std::printf("  cross-entropy        %6.1f M values/s\n", p["compute"]["loss"]["values_per_s"].get<double>() * 1e-6);
-  for (const auto& c : p["collectives"]) {
-    const auto& bw = c["bandwidth_GBps"];
-    std::printf("  %-15s group %2d: latency %7.1f us, bandwidth %s GB/s\n", c["kind"].get<std::string>().c_str(),
-                c["group"].get<int>(), c["latency_us"].get<double>(),
-                bw.is_number() ? std::to_string(bw.get<double>()).substr(0, 6).c_str() : "n/a");
-  }
+  std::fputs(json ? text.c_str() : calibration_profile_text(text, out_file, backend, ranks).c_str(), stdout);
   return 0;
 }
 

@@ -7,10 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "args.h"
@@ -24,7 +21,7 @@ namespace shardsim::cli {
 int cmd_validate(const std::vector<std::string>& args) {
   std::string dir, split, record, against;
   bool json = false, check = false;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = 0;  // every core
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--json") {
@@ -56,14 +53,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     throw UsageError("validate: --record and --against cover every row; drop --split");
   }
   // Read the record before simulating: a missing file fails at once.
-  std::string against_text;
-  if (!against.empty()) {
-    std::ifstream in(against, std::ios::binary);
-    if (!in) throw InputError(against, "", "cannot read the accuracy record");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    against_text = ss.str();
-  }
+  const std::string against_text = against.empty() ? "" : read_accuracy_record(against);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) throw UsageError("validate: " + dir + " is not a directory");
   // A progress line on a terminal only; silent on pipes and in CI.
@@ -83,15 +73,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   std::fputs((json ? validation_json(rep) : validation_table(rep)).c_str(), stdout);
   if (!record.empty()) {
-    // Written whole to a temporary, then renamed: never half a record.
-    const std::string tmp = record + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) throw InputError(record, "", "cannot write the accuracy record");
-      out << accuracy_record_json(rep);
-      if (!out) throw InputError(record, "", "cannot write the accuracy record");
-    }
-    std::filesystem::rename(tmp, record);
+    write_accuracy_record(rep, record);
     std::fprintf(stderr, "accuracy record written to %s\n", record.c_str());
   }
   if (!against.empty()) {

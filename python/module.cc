@@ -10,11 +10,11 @@
 
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "shardsim/app/collective.h"
+#include "shardsim/app/compare.h"
 #include "shardsim/app/search.h"
 #include "shardsim/app/serve.h"
 #include "shardsim/app/step.h"
@@ -127,7 +127,6 @@ std::string py_validate(const std::string& dir, const std::string& split, int th
   if (!split.empty() && split != "held_out" && split != "development" && split != "in_sample") {
     throw UsageError("split: expected held_out, development or in_sample, got " + split);
   }
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return validation_json(validate_directory(dir, threads, false, {}, split));
 }
 
@@ -142,6 +141,14 @@ std::string py_sweep(const std::string& scenario, bool is_path, const Pairs& ove
   std::vector<std::vector<Override>> grid;
   for (const Pairs& p : points) grid.push_back(overrides_of(p));
   return sweep_json(sweep_steps(text, name, overrides_of(overrides), grid, jobs));
+}
+
+/// Each side as JSON text and the name errors give it (its path, or
+/// "<predicted>" / "<measured>" for a dict).
+std::string py_compare(const std::string& predicted, const std::string& predicted_name, const std::string& measured,
+                       const std::string& measured_name) {
+  py::gil_scoped_release release;
+  return comparison_json(compare_steps(predicted, predicted_name, measured, measured_name));
 }
 
 py::dict py_presets() {
@@ -187,6 +194,7 @@ PYBIND11_MODULE(_shardsim, m) {
   m.def("search", &py_search);
   m.def("collective", &py_collective);
   m.def("validate", &py_validate);
+  m.def("compare", &py_compare);
   m.def("sweep_sizes", &collective_sweep_sizes);
   m.def("sweep", &py_sweep);
   m.def("presets", &py_presets);

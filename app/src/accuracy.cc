@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <utility>
 
+#include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
 
 namespace shardsim {
@@ -152,6 +155,21 @@ AccuracyCheck check_accuracy(const ValidationReport& r, const std::string& text,
                               std::to_string(r.out_of_memory));
   }
   return out;
+}
+
+void write_accuracy_record(const ValidationReport& r, const std::string& file) {
+  std::string err;
+  if (!write_file_atomic(file, accuracy_record_json(r), err)) {
+    throw InputError(file, "", "cannot write the accuracy record (" + err + ")");
+  }
+}
+
+std::string read_accuracy_record(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "", "cannot read the accuracy record");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace shardsim

@@ -27,4 +27,10 @@ inline void write_output_file(const std::string& file, const std::function<bool(
   if (!write_file_atomic(file, write, err)) throw UsageError(err);
 }
 
+/// Writes `text` to `file` atomically; UsageError when it cannot.
+inline void write_output_file(const std::string& file, const std::string& text) {
+  std::string err;
+  if (!write_file_atomic(file, text, err)) throw UsageError(err);
+}
+
 }  // namespace shardsim::detail

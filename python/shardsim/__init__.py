@@ -35,6 +35,7 @@ __all__ = [
     "collective",
     "sweep",
     "validate",
+    "compare",
     "presets",
     "preset",
 ]
@@ -200,6 +201,26 @@ def validate(directory, *, split=None, threads=0):
     and compares; returns the dict of ``shardsim validate --json``. split:
     "development", "held_out" or "in_sample" to simulate one side only."""
     return json.loads(_shardsim.validate(os.fspath(directory), split or "", int(threads)))
+
+
+def _result_text(result, name):
+    """(JSON text, name in errors) of a result given as a path or a dict."""
+    if isinstance(result, (str, os.PathLike)):
+        with open(result, encoding="utf-8") as f:
+            return f.read(), os.fspath(result)
+    if isinstance(result, dict):
+        return json.dumps(result), "<" + name + ">"
+    raise TypeError(name + ": expected a path or a dict, got " + type(result).__name__)
+
+
+def compare(predicted, measured):
+    """Predicted against measured: ``predicted`` is what ``simulate`` returns
+    (or ``shardsim simulate --json`` wrote), ``measured`` what ``shardsim run
+    --json`` wrote (a dict or a path). Returns the dict of ``shardsim compare
+    --json``: step times, their error, compute time per op kind."""
+    p_text, p_name = _result_text(predicted, "predicted")
+    m_text, m_name = _result_text(measured, "measured")
+    return json.loads(_shardsim.compare(p_text, p_name, m_text, m_name))
 
 
 def presets():

@@ -199,3 +199,20 @@ def test_the_example_sweep_script_draws_its_plots(root, tmp_path):
     )
     for name in ("mfu_heatmap.png", "step_time_vs_memory.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_equals_the_cli(cli):
+    pred = "tests/golden/commands/compare_predicted.json"
+    meas = "tests/golden/commands/compare_measured.json"
+    got = shardsim.compare(pred, meas)
+    assert got == cli("compare", pred, meas, "--json")
+    with open(pred) as f:
+        assert shardsim.compare(json.load(f), meas) == got
+
+
+def test_compare_names_the_side_that_is_wrong():
+    meas = "tests/golden/commands/compare_measured.json"
+    with pytest.raises(shardsim.ScenarioError) as info:
+        shardsim.compare({"step_time_s": 1.0}, meas)
+    assert info.value.file == "<predicted>"
+    assert info.value.path == "/critical_device/compute_by_kind_s"

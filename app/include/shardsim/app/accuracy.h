@@ -26,6 +26,12 @@ struct AccuracyTolerance {
 /// rows in the report's order).
 std::string accuracy_record_json(const ValidationReport& r, const AccuracyTolerance& tolerance = {});
 
+/// Writes accuracy_record_json(r) to `file` whole (a temporary renamed into
+/// place: never half a record); InputError naming the file when it cannot.
+void write_accuracy_record(const ValidationReport& r, const std::string& file);
+/// The text of the record `file`; InputError naming it when it cannot be read.
+std::string read_accuracy_record(const std::string& file);
+
 struct AccuracyCheck {
   /// What got worse beyond the tolerance, or changed shape (a row or a
   /// group gone or new): each fails the check.
