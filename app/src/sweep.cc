@@ -1,14 +1,12 @@
 #include "shardsim/app/sweep.h"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/parallel.h"
 
 namespace shardsim {
 namespace {
@@ -52,39 +50,27 @@ std::vector<SweepRow> sweep_steps(const std::string& scenario_text, const std::s
   parse_scenario(scenario_text, name, base);  // a bad scenario fails once, not per point
   const nlohmann::json root = nlohmann::json::parse(scenario_text);
   std::vector<SweepRow> rows(points.size());
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::min<int>(threads, static_cast<int>(std::max<size_t>(1, points.size())));
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::atomic<bool> failed{false};
-  auto work = [&] {
-    for (size_t i = next++; i < points.size() && !failed; i = next++) {
-      SweepRow& row = rows[i];
-      row.point = points[i];
-      try {
-        std::vector<Override> all = base;
-        all.insert(all.end(), points[i].begin(), points[i].end());
-        if (auto dp = fitted_dp(root, scenario_text, name, all, points[i])) all.push_back(std::move(*dp));
-        const Scenario s = parse_scenario(scenario_text, name, all);
-        SimulateOptions opt;
-        opt.timing = false;  // rows are deterministic
-        row.report = simulate_step(s, opt).report;
-        row.ok = true;
-      } catch (const InputError& e) {
-        row.error = e.what();
-      } catch (const UsageError& e) {
-        row.error = e.what();
-      } catch (...) {
-        // Anything else is not the point's fault: stop and rethrow it.
-        if (!failed.exchange(true)) failure = std::current_exception();
-      }
+  // A point's own error (a bad override, a plan that does not divide the
+  // cluster) goes in its row; anything else is not the point's fault and
+  // stops the sweep (parallel_for rethrows it).
+  parallel_for(points.size(), threads, [&](size_t i) {
+    SweepRow& row = rows[i];
+    row.point = points[i];
+    try {
+      std::vector<Override> all = base;
+      all.insert(all.end(), points[i].begin(), points[i].end());
+      if (auto dp = fitted_dp(root, scenario_text, name, all, points[i])) all.push_back(std::move(*dp));
+      const Scenario s = parse_scenario(scenario_text, name, all);
+      SimulateOptions opt;
+      opt.timing = false;  // rows are deterministic
+      row.report = simulate_step(s, opt).report;
+      row.ok = true;
+    } catch (const InputError& e) {
+      row.error = e.what();
+    } catch (const UsageError& e) {
+      row.error = e.what();
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  });
   return rows;
 }
 

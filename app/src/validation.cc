@@ -9,12 +9,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "shardsim/app/serve.h"
 #include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/parallel.h"
 #include "shardsim/workloads/framework.h"
 
 namespace shardsim {
@@ -220,42 +220,28 @@ ValidationReport validate_directory(const std::string& dir, int threads, bool ch
   }
 
   std::vector<std::vector<ValidationRow>> per_file(files.size());
-  std::atomic<size_t> next{0}, done{0};
+  std::atomic<size_t> done{0};
   std::mutex progress_mutex;
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto worker = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      try {
-        const Scenario& s = scenarios[i];
-        if (s.serving.present) {
-          per_file[i] = validate_serving(s, run_serving(s));
-        } else {
-          // Data-parallel replicas are symmetric: simulating replica 0 moves
-          // every member's data through the shared links (docs/model.md,
-          // section 6).
-          SimulateOptions opt;
-          opt.replica_shortcut = ReplicaShortcut::kOn;
-          const StepRun run = simulate_step(s, opt);
-          per_file[i] = validate_scenario(s, run.report);
-        }
-        for (auto& row : per_file[i]) row.scenario = fs::relative(files[i], dir).string();
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-      const size_t d = ++done;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(d, files.size());
-      }
+  parallel_for(files.size(), threads, [&](size_t i) {
+    const Scenario& s = scenarios[i];
+    if (s.serving.present) {
+      per_file[i] = validate_serving(s, run_serving(s));
+    } else {
+      // Data-parallel replicas are symmetric: simulating replica 0 moves
+      // every member's data through the shared links (docs/model.md,
+      // section 6).
+      SimulateOptions opt;
+      opt.replica_shortcut = ReplicaShortcut::kOn;
+      const StepRun run = simulate_step(s, opt);
+      per_file[i] = validate_scenario(s, run.report);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+    for (auto& row : per_file[i]) row.scenario = fs::relative(files[i], dir).string();
+    const size_t d = ++done;
+    if (progress) {
+      const std::lock_guard<std::mutex> lock(progress_mutex);
+      progress(d, files.size());
+    }
+  });
   for (auto& rows : per_file) {
     for (auto& r : rows) rep.rows.push_back(std::move(r));
   }

@@ -83,7 +83,7 @@ struct ValidationReport {
 
 /// Loads every scenario with a "published" object under `dir` (recursively,
 /// in sorted path order), simulates it (the replica shortcut whenever dp >
-/// 1) on `threads` threads, and compares. With `check_only`, loads and
+/// 1) on `threads` threads (<= 0: every core), and compares. With `check_only`, loads and
 /// checks every scenario without simulating (rows stay empty). A non-empty
 /// `split` simulates only the scenarios on that side of the protocol (while
 /// developing: "development", so that held-out rows are not looked at).
