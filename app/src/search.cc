@@ -6,10 +6,10 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <thread>
 
 #include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/parallel.h"
 #include "shardsim/sim/compute_model.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
@@ -69,7 +69,9 @@ double compute_sum_bound_s(const Scenario& base, const Plan& plan, int64_t devic
   for (const Program& p : programs.stages) {
     int64_t ps = 0;
     for (const Op& o : p.ops()) {
-      if (o.kind == OpKind::kCompute) ps += compute_time(o, s.cluster.chip).ps();
+      // The engine's own time for the op alone (calibrated when a profile is
+      // in use): compute beside communication only slows it.
+      if (o.kind == OpKind::kCompute) ps += op_compute_time(o, s.cluster.chip, s.cluster.calibration.get()).ps();
     }
     most = std::max(most, ps);
   }
@@ -127,7 +129,6 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return est_obj(cands[a]) < est_obj(cands[b]); });
 
-  const int jobs = options.jobs > 0 ? options.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   size_t next = 0;
   int64_t tier2 = 0;
   while (next < order.size()) {
@@ -164,17 +165,8 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
     }
     if (wave.empty()) break;
     std::vector<StepReport> reports(wave.size());
-    std::vector<std::thread> threads;
-    std::atomic<size_t> claim{0};
-    auto work = [&] {
-      for (size_t k = claim++; k < wave.size(); k = claim++) {
-        reports[k] = simulate_plan(base, cands[wave[k]].plan, cands[wave[k]].devices);
-      }
-    };
-    const int n = std::min<int>(jobs, static_cast<int>(wave.size()));
-    for (int t = 1; t < n; ++t) threads.emplace_back(work);
-    work();
-    for (std::thread& t : threads) t.join();
+    parallel_for(wave.size(), options.jobs,
+                 [&](size_t k) { reports[k] = simulate_plan(base, cands[wave[k]].plan, cands[wave[k]].devices); });
     for (size_t k = 0; k < wave.size(); ++k) {
       const PlanCandidate& c = cands[wave[k]];
       add_row(c.plan, c.devices, std::move(reports[k]), c.lower_bound_s, c.estimate_s, false);
@@ -206,7 +198,6 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
 namespace shardsim {
 
 ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimits& limits, int jobs) {
-  if (jobs <= 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   ServingSearchResult res;
   const int64_t n = base.cluster.devices;
   const int64_t tp_limit = base.cluster.fabric == FabricKind::kTorus ? 16 : base.cluster.fat_tree.gpus_per_node;
@@ -233,24 +224,16 @@ ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimi
     }
   }
   std::vector<std::optional<ServeSummary>> out(plans.size());
-  std::atomic<size_t> claim{0};
   std::atomic<int64_t> over{0};
-  auto work = [&] {
-    for (size_t k = claim++; k < plans.size(); k = claim++) {
-      Scenario s = base;
-      s.plan = plans[k];
-      try {
-        out[k] = run_serving(s);
-      } catch (const InputError&) {
-        ++over;  // the weights leave no room for the KV cache the requests need
-      }
+  parallel_for(plans.size(), jobs, [&](size_t k) {
+    Scenario s = base;
+    s.plan = plans[k];
+    try {
+      out[k] = run_serving(s);
+    } catch (const InputError&) {
+      ++over;  // the weights leave no room for the KV cache the requests need
     }
-  };
-  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(plans.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  });
   res.over_memory = over;
   for (size_t k = 0; k < plans.size(); ++k) {
     if (!out[k]) continue;

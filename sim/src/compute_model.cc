@@ -123,4 +123,8 @@ SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const Calibr
   return (op.graphed ? chip.graph_launch_overhead : chip.launch_overhead) + to_sim_time(s);
 }
 
+SimTime op_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile* profile) {
+  return profile != nullptr ? calibrated_compute_time(op, chip, *profile) : compute_time(op, chip);
+}
+
 }  // namespace shardsim

@@ -163,8 +163,7 @@ class EngineCore {
         SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
         info.dep_count[i] = static_cast<uint16_t>(p.deps(i).size());
         if (o.kind == OpKind::kCompute) {
-          info.duration[i] =
-              opt.calibration != nullptr ? calibrated_compute_time(o, chip, *opt.calibration) : compute_time(o, chip);
+          info.duration[i] = op_compute_time(o, chip, opt.calibration);
           if (contended) info.beside_comm[i] = compute_time(o, beside);
           if (!info.beside_few.empty()) info.beside_few[i] = compute_time(o, beside_few);
         }

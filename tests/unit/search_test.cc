@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "shardsim/app/search.h"
 #include "shardsim/app/step.h"
@@ -32,8 +34,10 @@ double simulated_step_s(const Scenario& base, const PlanCandidate& c) {
   return run_training_step(s, {}).report.step_time_s;
 }
 
-void expect_search_matches_brute_force(const char* json) {
-  const Scenario base = testing::scenario(json);
+/// Every candidate's bound is at most its simulated step, and the search
+/// (budget not binding) returns the brute-force best; with `expect_pruning`,
+/// after simulating fewer plans than there are.
+void expect_search_matches_brute_force(const Scenario& base, bool expect_pruning = true) {
   PlanSpaceCounts counts;
   const std::vector<PlanCandidate> cands = enumerate_plans(base, {base.cluster.devices}, counts);
   ASSERT_GT(cands.size(), 20u);
@@ -51,15 +55,48 @@ void expect_search_matches_brute_force(const char* json) {
   ASSERT_FALSE(r.rows.empty());
   EXPECT_DOUBLE_EQ(r.rows.front().report.step_time_s, best);
   // Pruning did its job: far fewer simulations than plans.
-  EXPECT_LT(static_cast<size_t>(r.rows.size()), cands.size());
+  if (expect_pruning) EXPECT_LT(static_cast<size_t>(r.rows.size()), cands.size());
 }
 
 TEST(Search, FindsTheBruteForceBestOnOneNode) {
-  expect_search_matches_brute_force(kSmall);
+  expect_search_matches_brute_force(testing::scenario(kSmall));
 }
 
 TEST(Search, FindsTheBruteForceBestOnTwoNodes) {
-  expect_search_matches_brute_force(kTwoNodes);
+  expect_search_matches_brute_force(testing::scenario(kTwoNodes));
+}
+
+// A calibration profile replaces the roofline (sim/compute_model.cc): the
+// bounds must come from the same rates, or a profile faster than the chip's
+// peak x efficiency would put the bound above the step and prune the optimum.
+TEST(Search, BoundsHoldUnderACalibrationProfileFasterThanTheChip) {
+  std::ifstream in(SHARDSIM_SOURCE_DIR "/tests/golden/commands/cpu2.profile.json");
+  nlohmann::json profile = nlohmann::json::parse(in);
+  // Every compute rate x 1e6: matmuls at about 1e17 FLOP/s, a hundred times
+  // an H100's peak, so compute is nearly free.
+  for (auto& m : profile["compute"]["matmul"]) m["flops_per_s"] = m["flops_per_s"].get<double>() * 1e6;
+  for (const char* k : {"attention/flops_per_s", "memory/GBps", "loss/values_per_s"}) {
+    auto& v = profile["compute"][nlohmann::json::json_pointer(std::string("/") + k)];
+    v = v.get<double>() * 1e6;
+  }
+  // Collectives on the fabric model (the CPU's measured ones would make every
+  // step communication).
+  profile["collectives"] = nlohmann::json::array();
+  const std::string path = ::testing::TempDir() + "shardsim_fast.profile.json";
+  std::ofstream(path) << profile.dump();
+  const Scenario base = testing::scenario(kSmall, {{"cluster.calibration", nlohmann::json(path).dump()}});
+  ASSERT_NE(base.cluster.calibration, nullptr);
+  // The roofline's bound (the chip's rates) would not hold here: it exceeds
+  // the calibrated step of some plan, so this test can fail.
+  Scenario roofline = base;
+  roofline.cluster.calibration = nullptr;
+  PlanSpaceCounts counts;
+  bool roofline_exceeds = false;
+  for (const PlanCandidate& c : enumerate_plans(roofline, {8}, counts)) {
+    roofline_exceeds = roofline_exceeds || c.lower_bound_s > simulated_step_s(base, c);
+  }
+  EXPECT_TRUE(roofline_exceeds);
+  expect_search_matches_brute_force(base, /*expect_pruning=*/false);
 }
 
 TEST(Search, AnswerDoesNotDependOnThreads) {

@@ -52,12 +52,24 @@ double pipeline_stretch(const Plan& p) {
   return 1.0 + static_cast<double>(p.pp - 1) / mv;
 }
 
-/// Compute time of the average device at the roofline's best.
+/// Compute time of the average device at the roofline's best, or with a
+/// calibration profile at its fastest measured rates (calibrated matmul and
+/// attention ops take exactly FLOPs / measured rate, sim/compute_model.cc; a
+/// kind the profile did not measure falls back to its streaming time, which
+/// may be shorter than any FLOP rate, so it bounds nothing).
 double compute_bound_s(const Scenario& s) {
   const ChipSpec& c = s.cluster.chip;
   const Plan& p = s.plan;
   const StepFlops f = step_flops(s.model, p);
   const double devices = static_cast<double>(s.cluster.devices);
+  if (const CalibrationProfile* profile = s.cluster.calibration.get()) {
+    double matmul_rate = 0;
+    for (const auto& point : profile->matmul) matmul_rate = std::max(matmul_rate, point.flops_per_s);
+    double t = 0;
+    if (matmul_rate > 0) t += f.matmul / devices / matmul_rate;
+    if (profile->attention_flops_per_s > 0) t += f.attention / devices / profile->attention_flops_per_s;
+    return t;
+  }
   const double matmul_peak =
       (p.matmul_dtype == DType::kFp8 && c.fp8_peak.value() > 0) ? c.fp8_peak.value() : c.bf16_peak.value();
   const double attention_peak = std::max(c.bf16_peak.value(), c.fp8_peak.value());

@@ -42,4 +42,9 @@ ChipSpec chip_beside_communication(const ChipSpec& chip, int sms = 0);
 /// overhead as compute_time.
 SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile& profile);
 
+/// The time the simulation gives a compute op alone: calibrated when a
+/// profile is in use (not null), the roofline otherwise. Whatever bounds a
+/// simulated step from below (the plan search's) must use this too.
+SimTime op_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile* profile);
+
 }  // namespace shardsim
