@@ -124,7 +124,12 @@ EngineResult run_simgrid_worker(const std::string& worker, const WorkerRequest& 
                                                   : "exit status " + std::to_string(WEXITSTATUS(status))) +
                              ")");
   }
-  return decode_engine_result(bytes);
+  try {
+    return decode_engine_result(bytes);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("the SimGrid worker's result is unreadable (" + std::string(e.what()) + "; " +
+                             std::to_string(bytes.size()) + " bytes)");
+  }
 }
 
 Simulator simulator_for(const Scenario& s, std::string& backend) {
