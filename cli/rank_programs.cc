@@ -21,7 +21,7 @@ std::string sibling(const std::string& name) {
 /// count, or says precisely why the run cannot happen (not built, or no
 /// usable device) and exits 2.
 std::string cuda_rank_program(int* devices) {
-  const std::string exe = sibling("shardsim-rank-cuda"), probe = sibling("shardsim-cuda-probe");
+  std::string exe = sibling("shardsim-rank-cuda"), probe = sibling("shardsim-cuda-probe");
   if (exe.empty() || probe.empty()) {
     throw UsageError(
         "--backend cuda: this shardsim was built without the CUDA executor (nvcc, NCCL, MPI or OpenBLAS not found "

@@ -174,7 +174,8 @@ std::string py_preset(const std::string& name) {
 PYBIND11_MODULE(_shardsim, m) {
   m.doc() = "shardsim's application library (use the shardsim package, not this module)";
   static py::exception<InputError> scenario_error(m, "ScenarioError", PyExc_ValueError);
-  py::register_exception_translator([](std::exception_ptr p) {
+  // pybind11 takes a void(*)(std::exception_ptr): the pointer by value.
+  py::register_exception_translator([](std::exception_ptr p) {  // NOLINT(performance-unnecessary-value-param)
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Builds with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and
-# runs the test suite except the tests labelled "slow" (the 16,384-GPU
-# example and the full validation run), which take minutes under ASan.
+# Builds with clang, AddressSanitizer + UndefinedBehaviorSanitizer and the
+# engine's invariant checks (build-asan/), and runs the test suite except the
+# tests labelled "slow" (the 16,384-GPU example and the full validation run),
+# which take minutes under ASan. This is also the project's clang build (the
+# README's build is GCC). -O1 with line tables only (the usual sanitizer
+# setting) and a unity build (CMAKE_UNITY_BUILD: each target's sources
+# compiled in a few batches, which also proves no two files of a target
+# define the same internal name): 2.5 minutes on 2 cores where GCC at -O2 -g
+# took 11.5. The CUDA part is left out: its kernels only run on a GPU, and
+# the GCC build compiles it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSIM_SANITIZE=ON -DSHARDSIM_EXPENSIVE_CHECKS=ON \
-  -DSHARDSIM_BUILD_BENCH=OFF >/dev/null
+cmake -S . -B build-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DSHARDSIM_SANITIZE=ON \
+  -DSHARDSIM_EXPENSIVE_CHECKS=ON -DSHARDSIM_BUILD_BENCH=OFF -DSHARDSIM_WITH_CUDA=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build build-asan -j "$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE slow

@@ -13,7 +13,7 @@
 #include "shardsim/core/error.h"
 #include "shardsim/sim/result_codec.h"
 
-extern char** environ;
+extern char** environ;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables): POSIX's, for posix_spawn
 
 namespace shardsim {
 namespace {

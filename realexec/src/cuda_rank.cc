@@ -40,7 +40,7 @@ using detail::check_nccl;
 /// and NCCL's per-communicator order is the channel's order.
 struct Channel {
   int src = 0, dst = 0, backward = 0;
-  auto operator<=>(const Channel&) const = default;
+  auto operator<=>(const Channel&) const = default;  // NOLINT(modernize-use-nullptr): clang-tidy 14 false positive
 };
 
 ncclDataType_t nccl_type(int64_t width) {

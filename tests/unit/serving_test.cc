@@ -15,7 +15,7 @@
 namespace shardsim {
 namespace {
 
-double toy_iteration_s(const IterationShape& sh) {
+double serving_toy_iteration_s(const IterationShape& sh) {
   return 0.01 + 1e-5 * static_cast<double>(sh.prefill_tokens) + 1e-4 * static_cast<double>(sh.decode_sequences);
 }
 double no_transfer(int64_t) {
@@ -35,7 +35,7 @@ TEST(ServingModes, BurstQueuesEveryRequestBeforeTheFirstIteration) {
       R"({"arrivals": "burst", "requests": 40, "prompt_tokens": 100, "output_tokens": 20, "max_batched_tokens": 1000})"));
   const auto reqs = serving_requests(s);
   for (const auto& q : reqs) EXPECT_EQ(q.arrival_s, 0.0);
-  const ServeResult r = simulate_serving(s, reqs, toy_iteration_s, no_transfer);
+  const ServeResult r = simulate_serving(s, reqs, serving_toy_iteration_s, no_transfer);
   ASSERT_FALSE(r.iterations.empty());
   EXPECT_EQ(r.iterations.front().start_s, 0.0);
   EXPECT_EQ(r.iterations.front().shape.prefill_tokens, 1000);  // 10 prompts of 100 fill the budget
@@ -48,7 +48,7 @@ TEST(ServingModes, ClosedLoopKeepsItsClientsBusy) {
   const Scenario s = testing::scenario(scenario_text(
       R"({"arrivals": "closed_loop", "concurrency": 4, "requests": 30, "prompt_tokens": {"dist": "uniform", "min": 10,
           "max": 300}, "output_tokens": {"dist": "uniform", "min": 5, "max": 50}})"));
-  const ServeResult r = simulate_serving(s, serving_requests(s), toy_iteration_s, no_transfer);
+  const ServeResult r = simulate_serving(s, serving_requests(s), serving_toy_iteration_s, no_transfer);
   std::vector<double> finishes;
   for (const auto& q : r.requests) finishes.push_back(q.finish_s);
   for (size_t i = 0; i < r.requests.size(); ++i) {
@@ -72,8 +72,8 @@ TEST(ServingModes, ReservingTheOutputNeverPreempts) {
          "prompt_tokens": {"dist": "uniform", "min": 100, "max": 1000}, "output_tokens": {"dist": "uniform", "min": 100, "max": 600})";
   const Scenario on_demand = testing::scenario(scenario_text("{" + load + "}"));
   const Scenario reserve = testing::scenario(scenario_text(R"({"admission": "reserve_output", )" + load + "}"));
-  const ServeResult a = simulate_serving(on_demand, serving_requests(on_demand), toy_iteration_s, no_transfer);
-  const ServeResult b = simulate_serving(reserve, serving_requests(reserve), toy_iteration_s, no_transfer);
+  const ServeResult a = simulate_serving(on_demand, serving_requests(on_demand), serving_toy_iteration_s, no_transfer);
+  const ServeResult b = simulate_serving(reserve, serving_requests(reserve), serving_toy_iteration_s, no_transfer);
   EXPECT_GT(a.preemptions, 0);
   EXPECT_EQ(b.preemptions, 0);
   for (const auto& q : b.requests) EXPECT_GT(q.finish_s, 0.0);
@@ -84,11 +84,11 @@ TEST(ServingModes, ReservingTheOutputNeverPreempts) {
 TEST(ServingModes, InterTokenLatenciesAreTheGapsARequestSees) {
   const Scenario s = testing::scenario(
       scenario_text(R"({"arrivals": "burst", "requests": 1, "prompt_tokens": 50, "output_tokens": 11})"));
-  const ServeResult r = simulate_serving(s, serving_requests(s), toy_iteration_s, no_transfer);
+  const ServeResult r = simulate_serving(s, serving_requests(s), serving_toy_iteration_s, no_transfer);
   int64_t gaps = 0;
   for (const auto& [gap, count] : r.inter_token_s) {
     gaps += count;
-    EXPECT_NEAR(gap, toy_iteration_s(IterationShape{0, 0, 0, 1, 0}), 1e-12);
+    EXPECT_NEAR(gap, serving_toy_iteration_s(IterationShape{0, 0, 0, 1, 0}), 1e-12);
   }
   EXPECT_EQ(gaps, 10);
 }

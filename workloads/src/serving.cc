@@ -87,11 +87,9 @@ int64_t kv_blocks_per_replica(const Scenario& s) {
     const auto b = static_cast<double>(c.bytes);
     if (c.name == "kv_cache") {
       kv_per_position = b / static_cast<double>(probe.plan.seq_len);
-    } else if (c.name == "weights") {
-      fixed += b;
     } else if (c.name == "logits" && sv.activation_workspace) {
       fixed += b * static_cast<double>(std::min(sv.max_batch, sv.max_batched_tokens));  // one row's, for each sequence
-    } else if (sv.activation_workspace) {
+    } else if (c.name == "weights" || sv.activation_workspace) {
       fixed += b;
     }
   }
