@@ -2,14 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
 
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/read_file.h"
 
 namespace shardsim {
 namespace {
@@ -165,11 +164,7 @@ void write_accuracy_record(const ValidationReport& r, const std::string& file) {
 }
 
 std::string read_accuracy_record(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "", "cannot read the accuracy record");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_file_text(file, "cannot read the accuracy record");
 }
 
 }  // namespace shardsim

@@ -1,12 +1,11 @@
 #include "shardsim/app/compare.h"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "output.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/read_file.h"
 #include "shardsim/viz/html_report.h"
 
 namespace shardsim {
@@ -47,14 +46,6 @@ double rel_error(double predicted, double measured) {
   return measured > 0 ? (predicted - measured) / measured : std::nan("");
 }
 
-std::string read_text(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "", "cannot read the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 nlohmann::ordered_json number_or_null(double v) {
   return std::isnan(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v);
 }
@@ -81,7 +72,8 @@ StepComparison compare_steps(const std::string& predicted_json, const std::strin
 }
 
 StepComparison compare_step_files(const std::string& predicted_file, const std::string& measured_file) {
-  return compare_steps(read_text(predicted_file), predicted_file, read_text(measured_file), measured_file);
+  return compare_steps(read_file_text(predicted_file, "cannot read the file"), predicted_file,
+                       read_file_text(measured_file, "cannot read the file"), measured_file);
 }
 
 std::string comparison_json(const StepComparison& c) {

@@ -5,16 +5,15 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
 
 #include "shardsim/app/serve.h"
 #include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
 #include "shardsim/core/parallel.h"
+#include "shardsim/core/read_file.h"
 #include "shardsim/workloads/framework.h"
 
 namespace shardsim {
@@ -29,24 +28,16 @@ double component(const StepReport& r, const std::string& name) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot read file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 /// Whether a JSON file is a scenario with published figures (other JSON
 /// beside them, such as the split and the manifest, is skipped).
 bool has_published(const std::string& path) {
-  const auto j = nlohmann::json::parse(read_text(path), nullptr, false);
+  const auto j = nlohmann::json::parse(read_file_text(path), nullptr, false);
   return j.is_object() && j.contains("published") && j.contains("plan");
 }
 
 std::vector<SkippedRow> read_manifest(const std::filesystem::path& file) {
   std::vector<SkippedRow> out;
-  const auto j = nlohmann::json::parse(read_text(file.string()), nullptr, false);
+  const auto j = nlohmann::json::parse(read_file_text(file.string()), nullptr, false);
   if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) {
     throw InputError(file.string(), "/rows", "expected an object with a \"rows\" array");
   }

@@ -14,11 +14,11 @@
 #include <cstdio>
 #include <string>
 
+#include "shardsim/app/step.h"
 #include "shardsim/sim/engine.h"
 #include "shardsim/sim/simgrid_engine.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/scenario.h"
-#include "shardsim/app/step.h"
 
 namespace shardsim {
 namespace {
@@ -62,7 +62,7 @@ struct Pair {
 /// on both backends.
 Pair collective_on_both(CollectiveKind kind, int64_t bytes, const Mesh& m, uint8_t axes, const Topology& topo,
                         bool all_groups) {
-  const CollectiveCosts costs{microseconds(10), Bytes(0), NcclSpec{}};
+  const CollectiveCosts costs{microseconds(10), Bytes(0), NcclSpec{}, CustomAllReduce{}};
   const double native =
       simulate_collective(kind, Bytes(bytes), m, axes, topo, ChipSpec{}, costs, all_groups).step_time.seconds();
   EngineOptions opt;

@@ -39,7 +39,8 @@ TorusSpec torus(std::vector<int64_t> dims, double link_GBps = 45) {
 
 double seconds(CollectiveKind k, int64_t bytes, const Mesh& m, uint8_t axes, const Topology& t,
                SimTime base = SimTime(), bool all = false, Bytes chunk = Bytes(0)) {
-  return simulate_collective(k, Bytes(bytes), m, axes, t, ChipSpec{}, CollectiveCosts{base, chunk, NcclSpec{}}, all)
+  return simulate_collective(k, Bytes(bytes), m, axes, t, ChipSpec{},
+                             CollectiveCosts{base, chunk, NcclSpec{}, CustomAllReduce{}}, all)
       .step_time.seconds();
 }
 

@@ -1,9 +1,8 @@
 // Reading a calibration profile (the JSON `shardsim calibrate` writes).
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "loader_parts.h"
+#include "shardsim/core/read_file.h"
 
 namespace shardsim::detail {
 
@@ -15,16 +14,13 @@ std::string sibling_path(const std::string& file, const std::string& name) {
 
 /// A profile written by `shardsim calibrate` (realexec/src/calibrate.cc).
 std::shared_ptr<const CalibrationProfile> load_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot read the calibration profile (cluster.calibration)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const Json root = detail::parse_json_text(ss.str(), path);
+  const std::string text = read_file_text(path, "cannot read the calibration profile (cluster.calibration)");
+  const Json root = detail::parse_json_text(text, path);
   if (!root.is_object()) throw InputError(path, "/", "expected a calibration profile object");
   auto prof = std::make_shared<CalibrationProfile>();
   prof->file = path;
   prof->content_hash = 0xcbf29ce484222325ull;  // FNV-1a 64 of the file's bytes
-  for (unsigned char ch : ss.str()) prof->content_hash = (prof->content_hash ^ ch) * 0x100000001b3ull;
+  for (unsigned char ch : text) prof->content_hash = (prof->content_hash ^ ch) * 0x100000001b3ull;
   ObjectReader r(root, path, "");
   r.string("backend", "");
   r.positive_int("ranks", 1);

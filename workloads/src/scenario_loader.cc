@@ -1,14 +1,13 @@
 // Loads a scenario (model + cluster + plan) from JSON, applying presets and
 // --set overrides, and validates everything before any simulation.
 #include <cstdio>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "json_reader.h"
 #include "layer_graph.h"
 #include "loader_parts.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/read_file.h"
 #include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/presets.h"
 #include "shardsim/workloads/scenario.h"
@@ -26,14 +25,6 @@ using detail::parse_cluster;
 using detail::parse_serving;
 using detail::preset_json;
 using detail::sibling_path;
-
-std::string read_file(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "", "cannot read file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// Replaces a preset name at `node` by its JSON object so fields can be set.
 void expand_if_preset(Json& node, const std::string& kind, const std::string& file, const std::string& ptr) {
@@ -518,11 +509,11 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
 }
 
 std::string render_scenario(const std::string& file, const std::vector<Override>& overrides) {
-  return load_root(read_file(file), file, overrides).dump(2) + "\n";
+  return load_root(read_file_text(file), file, overrides).dump(2) + "\n";
 }
 
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides) {
-  return parse_scenario(read_file(file), file, overrides);
+  return parse_scenario(read_file_text(file), file, overrides);
 }
 
 ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides) {
@@ -532,7 +523,7 @@ ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Ov
     for (const auto& o : overrides) apply_override(root, o, file_or_preset);
     return parse_cluster(root["cluster"], file_or_preset);
   }
-  return parse_cluster_text(read_file(file_or_preset), file_or_preset, overrides);
+  return parse_cluster_text(read_file_text(file_or_preset), file_or_preset, overrides);
 }
 
 ClusterSpec parse_cluster_text(const std::string& text, const std::string& name,

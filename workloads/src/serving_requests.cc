@@ -3,12 +3,11 @@
 // the serving figures use.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "json_reader.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/read_file.h"
 #include "shardsim/workloads/serving.h"
 
 namespace shardsim {
@@ -44,11 +43,7 @@ std::string dir_of(const std::string& file) {
 }
 
 std::vector<ServeRequest> read_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot read the request trace");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const detail::Json j = detail::parse_json_text(ss.str(), path);
+  const detail::Json j = detail::parse_json_text(read_file_text(path, "cannot read the request trace"), path);
   if (!j.is_array() || j.empty() || j.size() > 1'000'000) {
     throw InputError(path, "/", "expected a non-empty array of {\"arrival_s\", \"prompt_tokens\", \"output_tokens\"}");
   }
