@@ -11,6 +11,7 @@
 #include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/engine.h"
+#include "shardsim/sim/transfer.h"
 
 namespace shardsim {
 namespace {
@@ -75,21 +76,47 @@ class IterationTimer {
 };
 
 /// Moving one request's KV cache from a prefill replica to a decode replica:
-/// every layer's K and V of each prompt position, sent by the replica's
-/// tp·pp devices in parallel over their NICs (or torus links).
-double kv_transfer_s(const Scenario& s, int64_t prompt_tokens) {
-  const ModelSpec& m = s.model;
-  const double bytes = static_cast<double>(prompt_tokens) * static_cast<double>(m.layers) * 2.0 *
-                       static_cast<double>(m.kv_heads * m.head_dim) * dtype_bytes(s.plan.kv_dtype);
-  const double senders = static_cast<double>(s.plan.tp * s.plan.pp);
-  if (s.cluster.fabric == FabricKind::kTorus) {
-    return bytes / (senders * s.cluster.torus.link_bandwidth.value() * s.cluster.torus.link_efficiency) +
-           s.cluster.torus.hop_latency.seconds();
+/// every layer's K and V of each prompt position, each of the prefill
+/// replica's tp·pp devices (its ep rank that held the request) sending its
+/// share to the device with the same tp and pp coordinates in the first
+/// decode replica, timed on the cluster's fabric by the simulator's network
+/// model (sim/transfer.h: max-min shared links, route latencies), alone on
+/// the fabric. Once per prompt length.
+class KvTransferTimer {
+ public:
+  explicit KvTransferTimer(const Scenario& s) : s_(s) {
+    if (s.serving.prefill_replicas <= 0) return;
+    const Plan& p = s.plan;
+    const Mesh mesh = build_mesh(p);
+    const int64_t to_replica = s.serving.prefill_replicas * p.ep;  // dp coordinate of the first decode replica
+    topo_ = build_topology(s.cluster);
+    for (int64_t pp = 0; pp < p.pp; ++pp) {
+      for (int64_t tp = 0; tp < p.tp; ++tp) {
+        const int64_t src = tp * mesh.stride(MeshAxis::kTp) + pp * mesh.stride(MeshAxis::kPp);
+        const int64_t dst = src + to_replica * mesh.stride(MeshAxis::kDp);
+        flows_.push_back({static_cast<DeviceId>(src), static_cast<DeviceId>(dst), 0});
+      }
+    }
   }
-  const FatTreeSpec& f = s.cluster.fat_tree;
-  return bytes / (senders * f.nic_bandwidth.value() * f.nic_efficiency) +
-         2 * (f.nic_latency + f.switch_latency).seconds();
-}
+
+  double operator()(int64_t prompt_tokens) {
+    auto [it, fresh] = cache_.try_emplace(prompt_tokens, 0.0);
+    if (fresh) {
+      const ModelSpec& m = s_.model;
+      const double bytes = static_cast<double>(prompt_tokens) * static_cast<double>(m.layers) * 2.0 *
+                           static_cast<double>(m.kv_heads * m.head_dim) * dtype_bytes(s_.plan.kv_dtype);
+      for (FlowSpec& f : flows_) f.bytes = bytes / static_cast<double>(flows_.size());
+      it->second = transfers_alone_time(*topo_, flows_).seconds();
+    }
+    return it->second;
+  }
+
+ private:
+  const Scenario& s_;
+  std::unique_ptr<Topology> topo_;
+  std::vector<FlowSpec> flows_;
+  std::map<int64_t, double> cache_;
+};
 
 LatencyPercentiles pcts(const std::vector<double>& v) {
   double sum = 0;
@@ -107,9 +134,10 @@ ServeSummary run_serving(const Scenario& s) {
   ServeSummary out;
   const std::vector<ServeRequest> reqs = serving_requests(s);
   IterationTimer timer(s);
+  KvTransferTimer kv_transfer(s);
   out.result = simulate_serving(
       s, reqs, [&](const IterationShape& sh) { return timer(sh); },
-      [&](int64_t prompt) { return kv_transfer_s(s, prompt); });
+      [&](int64_t prompt) { return kv_transfer(prompt); });
   const ServeResult& r = out.result;
   std::vector<double> ttft, tpot, e2e;
   double first = 1e300, last = 0;

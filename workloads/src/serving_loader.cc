@@ -105,9 +105,12 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
   s.iteration_overhead_us = r.number_in("iteration_overhead_us", 0, 1e6, s.iteration_overhead_us);
   s.prefill_replicas = r.int_in("prefill_replicas", 0, 1 << 20, 0);
   r.done();
-  if (s.prefill_replicas > 0 && s.prefill_replicas >= plan.dp) {
+  // Serving replicas are dp / ep (an expert-parallel group serves one batch).
+  const int64_t replicas = plan.dp / std::max<int64_t>(1, plan.ep);
+  if (s.prefill_replicas > 0 && s.prefill_replicas >= replicas) {
     r.fail("prefill_replicas", "disaggregation needs fewer prefill replicas (" + std::to_string(s.prefill_replicas) +
-                                   ") than plan.dp (" + std::to_string(plan.dp) + ") so some replicas decode");
+                                   ") than serving replicas (plan.dp / plan.ep = " + std::to_string(replicas) +
+                                   ") so some replicas decode");
   }
   if (s.prefill_replicas > 0 && s.mixed_batches) {
     if (r.has("mixed_batches")) {
