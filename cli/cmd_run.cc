@@ -24,53 +24,53 @@ constexpr int kMaxRanks = 64;
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
-  std::string file, trace_file, backend = "cpu";
+  std::string file, trace_file;
   std::vector<Override> sets;
-  bool json = false, verify = false;
-  int64_t ranks = -1, steps = 3, warmup = 1;
-  double timeout_s = 300;
+  bool json = false;
+  RealRunOptions opt;  // the defaults: cpu, one rank per device, 3 steps after 1 warm-up, 300 s
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--json") {
       json = true;
     } else if (a == "--verify") {
-      verify = true;
+      opt.verify = true;
     } else if (a == "--set") {
       sets.push_back(parse_set(take_value(args, i)));
     } else if (a == "--trace") {
       trace_file = take_value(args, i);
     } else if (a == "--backend") {
-      backend = take_value(args, i);
-      if (backend != "cpu" && backend != "cuda") {
-        throw UsageError("--backend: expected cpu or cuda, got \"" + backend + "\"");
+      opt.backend = take_value(args, i);
+      if (opt.backend != "cpu" && opt.backend != "cuda") {
+        throw UsageError("--backend: expected cpu or cuda, got \"" + opt.backend + "\"");
       }
     } else if (a == "--ranks") {
-      ranks = parse_int(a, take_value(args, i), 1, kMaxRanks);
+      opt.ranks = parse_int(a, take_value(args, i), 1, kMaxRanks);
     } else if (a == "--steps") {
-      steps = parse_int(a, take_value(args, i), 1, 1000);
+      opt.steps = parse_int(a, take_value(args, i), 1, 1000);
     } else if (a == "--warmup") {
-      warmup = parse_int(a, take_value(args, i), 0, 1000);
+      opt.warmup = parse_int(a, take_value(args, i), 0, 1000);
     } else if (a == "--timeout-s") {
-      timeout_s = parse_seconds(a, take_value(args, i));
+      opt.timeout_s = parse_seconds(a, take_value(args, i));
     } else {
       take_scenario_file("run", a, file);
     }
   }
   if (file.empty()) throw UsageError("run: expected a scenario file (shardsim --help)");
-  const bool cuda = backend == "cuda";
+  const bool cuda = opt.backend == "cuda";
   const std::string rank_name = cuda ? "shardsim-rank-cuda" : "shardsim-rank";
-  int cuda_devices = 0;
-  if (cuda) cuda_rank_program(&cuda_devices);
+  if (cuda) cuda_rank_program(&opt.cuda_devices);
   if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
     // Started as one rank of `mpirun -n N shardsim run ...`: shardsim links
     // no MPI, so this process becomes shardsim-rank, whose rank 0 reports.
     // (mpirun supervises; --timeout-s and --ranks do not apply.)
     const std::string rank_exe = sibling(rank_name);
-    if (rank_exe.empty()) throw UsageError("--backend " + backend + ": this shardsim was built without " + rank_name);
+    if (rank_exe.empty()) {
+      throw UsageError("--backend " + opt.backend + ": this shardsim was built without " + rank_name);
+    }
     std::vector<std::string> argv = {
-        rank_exe, file, "--steps", std::to_string(steps), "--warmup", std::to_string(warmup), "--report"};
+        rank_exe, file, "--steps", std::to_string(opt.steps), "--warmup", std::to_string(opt.warmup), "--report"};
     for (const Override& o : sets) argv.insert(argv.end(), {"--set", o.path + "=" + o.value});
-    if (verify) argv.push_back("--verify");
+    if (opt.verify) argv.push_back("--verify");
     if (json) argv.push_back("--json");
     if (!trace_file.empty()) argv.insert(argv.end(), {"--trace", trace_file});
     std::vector<char*> cargv;
@@ -80,15 +80,7 @@ int cmd_run(const std::vector<std::string>& args) {
     ::execv(rank_exe.c_str(), cargv.data());
     throw std::runtime_error("cannot run " + rank_exe);
   }
-  RealRunOptions opt;
-  opt.backend = backend;
   opt.rank_exe = sibling(rank_name);
-  opt.cuda_devices = cuda_devices;
-  opt.ranks = ranks;
-  opt.steps = steps;
-  opt.warmup = warmup;
-  opt.timeout_s = timeout_s;
-  opt.verify = verify;
   RealRun r = run_real_step(file, sets, opt);
   ReportOptions ro;
   ro.json = json;

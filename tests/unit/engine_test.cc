@@ -1,12 +1,12 @@
 // Engine properties: critical path, determinism, overlap, breakdown.
 #include <gtest/gtest.h>
 
+#include "shardsim/app/step.h"
 #include "shardsim/sim/compute_model.h"
 #include "shardsim/sim/engine.h"
 #include "shardsim/viz/chrome_trace.h"
 #include "shardsim/viz/result_json.h"
 #include "shardsim/workloads/lower.h"
-#include "shardsim/app/step.h"
 #include "test_helpers.h"
 
 namespace shardsim {

@@ -8,10 +8,10 @@
 
 #include <cmath>
 
+#include "shardsim/app/step.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/serving.h"
-#include "shardsim/app/step.h"
 #include "test_helpers.h"
 
 namespace shardsim {

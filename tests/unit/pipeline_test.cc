@@ -5,11 +5,11 @@
 #include <set>
 #include <tuple>
 
+#include "shardsim/app/step.h"
 #include "shardsim/sim/engine.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/schedule.h"
-#include "shardsim/app/step.h"
 #include "test_helpers.h"
 
 namespace shardsim {

@@ -55,7 +55,9 @@ void expect_search_matches_brute_force(const Scenario& base, bool expect_pruning
   ASSERT_FALSE(r.rows.empty());
   EXPECT_DOUBLE_EQ(r.rows.front().report.step_time_s, best);
   // Pruning did its job: far fewer simulations than plans.
-  if (expect_pruning) EXPECT_LT(static_cast<size_t>(r.rows.size()), cands.size());
+  if (expect_pruning) {
+    EXPECT_LT(static_cast<size_t>(r.rows.size()), cands.size());
+  }
 }
 
 TEST(Search, FindsTheBruteForceBestOnOneNode) {

@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/model.h"
-#include "shardsim/app/step.h"
 #include "test_helpers.h"
 
 namespace shardsim {

@@ -8,10 +8,21 @@
 #include <string_view>
 #include <vector>
 
+#include "shardsim/topology/topology.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/scenario.h"
 
 namespace shardsim::testing {
+
+/// Eight GPUs a node, NVLink 450 GB/s, one 50 GB/s NIC per GPU, rail
+/// leaves of four nodes.
+inline FatTreeSpec fat_tree_450_50() {
+  FatTreeSpec f;
+  f.nvlink_bandwidth = gbyte_per_s(450);
+  f.nic_bandwidth = gbyte_per_s(50);
+  f.nics_per_leaf = 4;
+  return f;
+}
 
 /// A scenario from inline JSON text.
 inline Scenario scenario(const std::string& json, const std::vector<Override>& sets = {}) {

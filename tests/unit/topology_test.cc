@@ -2,6 +2,7 @@
 
 #include "shardsim/topology/mesh.h"
 #include "shardsim/topology/topology.h"
+#include "test_helpers.h"
 
 namespace shardsim {
 namespace {
@@ -55,11 +56,7 @@ TEST(Torus, EveryLinkIsDistinctAlongARoute) {
 }
 
 FatTreeSpec fat_tree() {
-  FatTreeSpec f;
-  f.nvlink_bandwidth = gbyte_per_s(450);
-  f.nic_bandwidth = gbyte_per_s(50);
-  f.nics_per_leaf = 4;
-  return f;
+  return testing::fat_tree_450_50();
 }
 
 TEST(FatTree, RoutesByLevel) {

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "shardsim/viz/chrome_trace.h"
 #include "shardsim/app/step.h"
+#include "shardsim/viz/chrome_trace.h"
 #include "test_helpers.h"
 
 namespace shardsim {

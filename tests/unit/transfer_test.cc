@@ -13,14 +13,6 @@
 namespace shardsim {
 namespace {
 
-FatTreeSpec two_rails() {
-  FatTreeSpec f;
-  f.nvlink_bandwidth = gbyte_per_s(450);
-  f.nic_bandwidth = gbyte_per_s(50);
-  f.nics_per_leaf = 4;
-  return f;
-}
-
 /// The narrowest link's bandwidth (bytes/s) and the summed latency of a route.
 std::pair<double, double> route_of(const Topology& t, DeviceId a, DeviceId b) {
   std::vector<LinkId> route;
@@ -34,7 +26,7 @@ std::pair<double, double> route_of(const Topology& t, DeviceId a, DeviceId b) {
 }
 
 TEST(Transfers, ALoneFlowRunsAtItsNarrowestLinkPlusItsRouteLatency) {
-  const auto t = make_fat_tree(two_rails(), 16);  // two nodes of 8
+  const auto t = make_fat_tree(testing::fat_tree_450_50(), 16);  // two nodes of 8
   const double bytes = 1e9;
   for (const auto& [a, b] : {std::pair<DeviceId, DeviceId>{0, 1}, {0, 8}, {3, 11}}) {
     const auto [bw, lat] = route_of(*t, a, b);
@@ -46,7 +38,7 @@ TEST(Transfers, ALoneFlowRunsAtItsNarrowestLinkPlusItsRouteLatency) {
 }
 
 TEST(Transfers, FlowsThroughOneLinkShareIt) {
-  const auto t = make_fat_tree(two_rails(), 16);
+  const auto t = make_fat_tree(testing::fat_tree_450_50(), 16);
   const double bytes = 1e9;
   const double one = transfers_alone_time(*t, {{0, 8, bytes}}).seconds();
   // Device 0's NIC carries both: twice the carrying time, one latency.
@@ -59,7 +51,7 @@ TEST(Transfers, FlowsThroughOneLinkShareIt) {
 }
 
 TEST(Transfers, NothingToMoveTakesNoTime) {
-  const auto t = make_fat_tree(two_rails(), 16);
+  const auto t = make_fat_tree(testing::fat_tree_450_50(), 16);
   EXPECT_EQ(transfers_alone_time(*t, {}).ps(), 0);
   EXPECT_EQ(transfers_alone_time(*t, {{2, 2, 1e9}}).ps(), 0);
 }

@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "shardsim/app/accuracy.h"
+#include "shardsim/app/validation.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/scenario.h"
-#include "shardsim/app/validation.h"
 
 namespace shardsim {
 namespace {
