@@ -26,9 +26,9 @@ std::vector<uint32_t> report_devices(const Scenario& s) {
 
 void write_step_report(const Scenario& s, const std::string& out, const std::string& title,
                        std::vector<ReportPlanPoint> plans) {
-  // The native engine: `s` may be a search's plan, which Scenario::json
-  // (what a SimGrid worker is handed) does not describe.
-  const StepRun run = run_training_step(s, report_devices(s), use_replica_shortcut(s, ReplicaShortcut::kAuto));
+  SimulateOptions opt;
+  opt.trace_devices = report_devices(s);
+  const StepRun run = simulate_step(s, opt);  // on the scenario's backend, `s` as held (a search's plan)
   HtmlReportInput in;
   in.title = title;
   in.plan_summary = describe_plan(s.plan);

@@ -49,14 +49,6 @@ double objective_bound(SearchObjective o, double bound_s, double model_flops, co
   return bound_s;
 }
 
-bool same_plan(const Plan& a, const Plan& b) {
-  return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.cp == b.cp && a.ep == b.ep && a.zero == b.zero &&
-         a.microbatch_size == b.microbatch_size && a.recompute == b.recompute && a.virtual_stages == b.virtual_stages &&
-         a.schedule == b.schedule && a.sequence_parallel == b.sequence_parallel &&
-         a.layers_per_stage == b.layers_per_stage && a.fsdp_shard_size == b.fsdp_shard_size &&
-         a.fsdp_bucket_params == b.fsdp_bucket_params && a.mesh_order == b.mesh_order;
-}
-
 /// Tier 2: the busiest stage's compute ops at their roofline durations, as
 /// the engine times them. A device's compute stream runs one op at a time,
 /// so no step is shorter.
@@ -82,7 +74,7 @@ StepReport simulate_plan(const Scenario& base, const Plan& plan, int64_t devices
   Scenario s = base;
   s.plan = plan;
   s.cluster.devices = devices;
-  return run_training_step(s, {}, use_replica_shortcut(s, ReplicaShortcut::kAuto)).report;
+  return simulate_step(s).report;  // on the scenario's backend
 }
 
 }  // namespace
@@ -110,7 +102,7 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
   int64_t own_index = -1;
   if (!check_plan(base.plan, base.model, base.cluster) && training_memory(base).fits) {
     for (size_t i = 0; i < cands.size(); ++i) {
-      if (cands[i].devices == base.cluster.devices && same_plan(cands[i].plan, base.plan)) {
+      if (cands[i].devices == base.cluster.devices && cands[i].plan == base.plan) {
         own_index = static_cast<int64_t>(i);
       }
     }

@@ -130,6 +130,12 @@ ServeSummary run_serving(const Scenario& s) {
     throw InputError(s.file, "/serving",
                      "missing: serving a request stream needs a \"serving\" object (see docs/inference.md)");
   }
+  // An iteration mixes prefills and decodes of many lengths: a shape no
+  // scenario plan describes, so no worker process can be handed it.
+  if (s.simulator.backend != SimulatorSpec::Backend::kNative) {
+    throw InputError(s.file, "/simulator/backend",
+                     "shardsim serve times its iterations on the native engine only; use \"native\"");
+  }
   const auto t0 = std::chrono::steady_clock::now();
   ServeSummary out;
   const std::vector<ServeRequest> reqs = serving_requests(s);

@@ -139,8 +139,18 @@ Simulator simulator_for(const Scenario& s, std::string& backend) {
   }
   backend = s.simulator.simgrid_model == SimulatorSpec::SimgridModel::kLv08 ? "simgrid LV08" : "simgrid CM02";
   // Fail early, before lowering, when there is no worker.
-  return [worker = simgrid_worker_path(), json = s.json, name = s.file](const ProgramSet&, const Mesh&, const Topology&,
-                                                                        const ChipSpec&, const EngineOptions& opt) {
+  std::string worker = simgrid_worker_path();
+  // The worker simulates `s` as this process holds it (a search's candidate,
+  // a sweep's point): its plan and device count written into the scenario.
+  // Loading that back must give exactly them, or the worker would simulate
+  // something else.
+  std::string json = scenario_json(s);
+  const Scenario back = parse_scenario(json, s.file);
+  if (!(back.plan == s.plan) || back.cluster.devices != s.cluster.devices) {
+    throw std::logic_error("the scenario handed to the SimGrid worker does not load as the plan simulated");
+  }
+  return [worker = std::move(worker), json = std::move(json), name = s.file](
+             const ProgramSet&, const Mesh&, const Topology&, const ChipSpec&, const EngineOptions& opt) {
     return run_simgrid_worker(worker, WorkerRequest{json, name, opt.trace_devices, opt.replica_shortcut});
   };
 }

@@ -12,7 +12,8 @@
 
 namespace shardsim {
 
-/// What the worker is handed: the scenario itself (Scenario::json, on its
+/// What the worker is handed: the scenario itself (scenario_json: the
+/// scenario's JSON with the plan and device count the caller holds, on its
 /// standard input), the name its messages use, and the engine options that
 /// are not part of a scenario.
 struct WorkerRequest {
@@ -35,7 +36,8 @@ std::string simgrid_worker_path();
 EngineResult run_simgrid_worker(const std::string& worker, const WorkerRequest& request);
 
 /// The simulator the scenario asks for (its "simulator" object): empty for
-/// the native engine, else one that runs the SimGrid worker on `s`. Sets
+/// the native engine, else one that runs the SimGrid worker on `s` as the
+/// caller holds it (scenario_json; checked to load back as s.plan). Sets
 /// `backend` to the name the report shows.
 Simulator simulator_for(const Scenario& s, std::string& backend);
 

@@ -57,7 +57,9 @@ TEST(Parallel, AThrowingBodyIsRethrownOnTheCallerAndStopsClaims) {
     }
     // One job claims in order and stops at the failure. (With several, a
     // thread may hold index 3 for a while before running it: no count.)
-    if (jobs == 1) EXPECT_EQ(ran.load(), 4u);
+    if (jobs == 1) {
+      EXPECT_EQ(ran.load(), 4u);
+    }
   }
 }
 

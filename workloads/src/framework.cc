@@ -111,6 +111,54 @@ std::string_view to_string(AttentionKernel k) {
   return "?";
 }
 
+std::string_view to_string(Phase p) {
+  switch (p) {
+    case Phase::kPrefill:
+      return "prefill";
+    case Phase::kDecode:
+      return "decode";
+    case Phase::kTrain:
+      break;
+  }
+  return "train";
+}
+
+std::string_view to_string(Plan::CpComm c) {
+  switch (c) {
+    case Plan::CpComm::kAllGather:
+      return "all_gather";
+    case Plan::CpComm::kAllToAll:
+      return "a2a";
+    case Plan::CpComm::kP2p:
+      break;
+  }
+  return "p2p";
+}
+
+std::string_view to_string(Plan::MoeDispatcher d) {
+  return d == Plan::MoeDispatcher::kAllGather ? "allgather" : "alltoall";
+}
+
+std::string_view to_string(Plan::LossKernel k) {
+  switch (k) {
+    case Plan::LossKernel::kTe:
+      return "te";
+    case Plan::LossKernel::kTorch:
+      return "torch";
+    case Plan::LossKernel::kTorchBf16:
+      return "torch_bf16";
+    case Plan::LossKernel::kXla:
+      return "xla";
+    case Plan::LossKernel::kMegatron:
+      break;
+  }
+  return "megatron";
+}
+
+std::string_view to_string(Plan::MoeRouting r) {
+  return r == Plan::MoeRouting::kContiguous ? "contiguous" : "balanced";
+}
+
 std::optional<AttentionKernel> attention_kernel_named(std::string_view name) {
   for (auto k : {AttentionKernel::kDefault, AttentionKernel::kFlash2, AttentionKernel::kFlash3, AttentionKernel::kCudnn,
                  AttentionKernel::kSplash}) {

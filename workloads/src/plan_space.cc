@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan_fields.h"
 #include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
@@ -179,22 +180,13 @@ double step_time_estimate_s(const Scenario& s) {
 }
 
 std::vector<Override> searched_plan_overrides(const Plan& p) {
-  auto i = [](int64_t x) { return std::to_string(x); };
-  return {{"plan.dp", i(p.dp)},
-          {"plan.tp", i(p.tp)},
-          {"plan.pp", i(p.pp)},
-          {"plan.cp", i(p.cp)},
-          {"plan.ep", i(p.ep)},
-          {"plan.zero", i(p.zero)},
-          {"plan.microbatch_size", i(p.microbatch_size)},
-          {"plan.recompute", std::string(to_string(p.recompute))},
-          {"plan.recompute_keep", "null"},
-          {"plan.virtual_stages", i(p.virtual_stages)},
-          {"plan.schedule", std::string(to_string(p.schedule))},
-          {"plan.sequence_parallel", p.sequence_parallel ? "true" : "false"},
-          {"plan.layers_per_stage", "null"},
-          {"plan.fsdp_shard_size", p.fsdp_shard_size > 0 ? i(p.fsdp_shard_size) : "null"},
-          {"plan.fsdp_bucket_params", p.fsdp_bucket_params > 0 ? i(p.fsdp_bucket_params) : "null"}};
+  std::vector<Override> out;
+  for (const detail::PlanField& f : detail::plan_fields()) {
+    if (!f.searched) continue;
+    const detail::Json v = f.write(p);
+    out.push_back({"plan." + std::string(f.key), v.is_null() ? "null" : v.dump()});
+  }
+  return out;
 }
 
 std::string describe_plan(const Plan& p) {
@@ -233,6 +225,12 @@ std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vect
                     ++counts.enumerated;
                     Plan& p = s.plan;
                     p = base.plan;
+                    // Every searched field (plan_fields.cc): reset, then
+                    // the candidate's choices; searched_plan_overrides
+                    // writes the same fields.
+                    for (const detail::PlanField& f : detail::plan_fields()) {
+                      if (f.searched) f.reset(p);
+                    }
                     p.dp = dp;
                     p.tp = tp;
                     p.pp = pp;
@@ -241,14 +239,9 @@ std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vect
                     p.zero = zero;
                     p.microbatch_size = mb;
                     p.recompute = rc;
-                    p.recompute_keep.clear();
                     p.virtual_stages = v;
                     p.schedule = v > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::kOneFOneB;
                     p.sequence_parallel = tp > 1;
-                    p.layers_per_stage.clear();
-                    p.fsdp_shard_size = 0;
-                    p.fsdp_bucket_params = 0;
-                    // (searched_plan_overrides writes these same fields.)
                     if (check_plan(p, m, s.cluster)) {
                       ++counts.invalid;
                       continue;

@@ -6,6 +6,7 @@
 #include "json_reader.h"
 #include "layer_graph.h"
 #include "loader_parts.h"
+#include "plan_fields.h"
 #include "shardsim/core/error.h"
 #include "shardsim/core/read_file.h"
 #include "shardsim/workloads/framework.h"
@@ -164,50 +165,11 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
   return m;
 }
 
-MeshAxis parse_axis(const Json& v, const ObjectReader& r, const std::string& key) {
-  if (v.is_string()) {
-    const auto s = v.get<std::string>();
-    if (s == "tp") return MeshAxis::kTp;
-    if (s == "cp") return MeshAxis::kCp;
-    if (s == "pp") return MeshAxis::kPp;
-    if (s == "dp") return MeshAxis::kDp;
-  }
-  r.fail(key, "expected one of \"tp\", \"cp\", \"pp\", \"dp\", got " + detail::describe(v));
-}
-
-DType parse_dtype(const std::string& s) {
-  if (s == "fp32") return DType::kFp32;
-  if (s == "fp8") return DType::kFp8;
-  if (s == "fp16") return DType::kFp16;
-  return DType::kBf16;
-}
-
-DType parse_storage_dtype(const std::string& s) {
-  if (s == "fp8") return DType::kFp8;
-  if (s == "int8") return DType::kInt8;
-  return DType::kBf16;
-}
-
 /// An inference plan: the parallelism of the serving replicas and the shape
 /// of the step (see Plan).
 Plan parse_inference_plan(ObjectReader& r, Phase phase, const ModelSpec& m, const ClusterSpec& c, bool serving) {
-  Plan p;
-  p.phase = phase;
-  p.dp = r.positive_int("dp", 1);
-  p.tp = r.positive_int("tp", 1);
-  p.pp = r.positive_int("pp", 1);
-  p.ep = r.positive_int("ep", 1);
-  p.microbatch_size = r.positive_int("batch", 1);
+  const Plan p = detail::read_plan_fields(r, phase, serving);
   const char* len_key = phase == Phase::kPrefill ? "prompt_tokens" : "context_tokens";
-  // `shardsim serve` sizes each iteration itself: the step shape is optional.
-  p.seq_len = serving ? r.positive_int(len_key, 1) : r.positive_int(len_key);
-  p.global_batch = p.microbatch_size * p.dp;
-  p.weight_dtype = parse_storage_dtype(r.choice("weight_dtype", {"bf16", "fp8", "int8"}, "bf16"));
-  p.kv_dtype = parse_storage_dtype(r.choice("kv_dtype", {"bf16", "fp8", "int8"}, "bf16"));
-  p.cuda_graphs = r.boolean("cuda_graphs", phase == Phase::kDecode);
-  p.custom_all_reduce = r.boolean("custom_all_reduce", true);
-  p.matmul_dtype = p.weight_dtype == DType::kFp8 ? DType::kFp8 : DType::kBf16;
-  p.sequence_parallel = false;
   r.done();
   if (p.weight_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     r.fail("weight_dtype", "chip " + c.chip.name + " has no fp8 matmul; use int8 (weight-only) or bf16");
@@ -232,178 +194,9 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
     return parse_inference_plan(r, phase == "prefill" ? Phase::kPrefill : Phase::kDecode, m, c, serving);
   }
   if (serving) r.fail("phase", "a scenario with a \"serving\" object needs an inference plan (\"phase\": \"decode\")");
-  // The framework comes first: it sets the defaults of the stack's knobs,
-  // which the plan may still override one by one.
-  std::vector<std::string> frameworks;
-  for (Framework f : all_frameworks()) frameworks.emplace_back(to_string(f));
-  const std::string fw = r.choice("framework", frameworks, "generic");
-  Plan p = framework_defaults(*framework_named(fw));
-  p.dp = r.positive_int("dp", 1);
-  p.tp = r.positive_int("tp", 1);
-  p.pp = r.positive_int("pp", 1);
-  p.cp = r.positive_int("cp", 1);
-  p.ep = r.positive_int("ep", 1);
-  p.zero = static_cast<int>(r.int_in("zero", 0, 3, 0));
-  p.microbatch_size = r.positive_int("microbatch_size", 1);
-  p.global_batch = r.positive_int("global_batch");
-  p.seq_len = r.positive_int("seq_len");
-  const std::string sched = r.choice("schedule", {"1f1b", "gpipe", "interleaved"}, "1f1b");
-  p.schedule = sched == "gpipe"         ? PipelineSchedule::kGpipe
-               : sched == "interleaved" ? PipelineSchedule::kInterleaved
-                                        : PipelineSchedule::kOneFOneB;
-  p.virtual_stages = r.int_in("virtual_stages", 1, 1024, 1);
-  const std::string rc =
-      r.choice("recompute", {"none", "selective", "full", "save_dots", "save_qkv_proj", "op_sac", "custom"}, "none");
-  p.recompute = rc == "none"            ? Recompute::kNone
-                : rc == "selective"     ? Recompute::kSelective
-                : rc == "full"          ? Recompute::kFull
-                : rc == "save_dots"     ? Recompute::kSaveDots
-                : rc == "save_qkv_proj" ? Recompute::kSaveQkv
-                : rc == "op_sac"        ? Recompute::kOpSac
-                                        : Recompute::kCustom;
-  auto tensor_names = [&](const char* key, std::vector<std::string>& out) {
-    if (!r.has(key)) return;
-    const Json& names = r.raw(key);
-    if (!names.is_array() || names.size() > 64) {
-      r.fail(key, "expected an array of tensor names (" + detail::recompute_names() + ")");
-    }
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (!names[i].is_string() || !detail::nodes_named(names[i].get<std::string>()).has_value()) {
-        r.fail(std::string(key) + "/" + std::to_string(i),
-               "expected one of " + detail::recompute_names() + ", got " + detail::describe(names[i]));
-      }
-      out.push_back(names[i].get<std::string>());
-    }
-  };
-  tensor_names("recompute_offload", p.recompute_offload);
-  p.recompute_layers = r.int_in("recompute_layers", 0, kMaxLayers, p.recompute_layers);
-  p.recompute_every = r.int_in("recompute_every", 0, kMaxLayers, p.recompute_every);
-  if (p.recompute_layers > 0 && p.recompute_every > 0) {
-    r.fail("recompute_every", "recompute_layers and recompute_every cannot both be set");
-  }
-  if (r.has("recompute_keep")) {
-    tensor_names("recompute_keep", p.recompute_keep);
-    if (p.recompute != Recompute::kCustom && !p.recompute_keep.empty()) {
-      r.fail("recompute_keep", "needs \"recompute\": \"custom\"");
-    }
-  }
-  if (p.recompute == Recompute::kCustom && p.recompute_keep.empty() && p.recompute_offload.empty()) {
-    r.fail("recompute_keep", "required with \"recompute\": \"custom\": the tensors each layer keeps (" +
-                                 detail::recompute_names() + "), or recompute_offload");
-  }
-  p.fused_attention = r.choice("attention", {"fused", "unfused"}, p.fused_attention ? "fused" : "unfused") == "fused";
-  {
-    const std::string k = r.choice("attention_kernel", {"default", "flash2", "flash3", "cudnn", "splash"},
-                                   std::string(to_string(p.attention_kernel)));
-    p.attention_kernel = *attention_kernel_named(k);
-  }
-  p.fused_qkv = r.boolean("fused_qkv", p.fused_qkv);
-  p.fused_gate_up = r.boolean("fused_gate_up", p.fused_gate_up);
-  p.compile = r.boolean("compile", p.compile);
-  p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", p.overlap_grad_reduce);
-  p.overlap_param_gather = r.boolean("overlap_param_gather", p.overlap_param_gather);
-  p.fp8_param_gather = r.boolean("fp8_param_gather", p.fp8_param_gather);
-  p.fsdp_reshard_after_forward = r.boolean("fsdp_reshard_after_forward", p.fsdp_reshard_after_forward);
-  // torch.distributed.pipelining's stages turn FSDP gradient sync and the
-  // post-backward reshard off for all but the last microbatch.
-  p.fsdp_sync_each_microbatch =
-      r.boolean("fsdp_sync_each_microbatch", !(p.framework == Framework::kTorchtitan && p.pp > 1));
-  p.tp_comm_overlap = r.boolean("tp_comm_overlap", p.tp_comm_overlap);
-  p.tp_comm_overlap_sms = static_cast<int>(r.int_in("tp_comm_overlap_sms", 0, 1024, p.tp_comm_overlap_sms));
-  {
-    const std::string cp = r.choice("cp_comm", {"p2p", "all_gather", "a2a"},
-                                    p.cp_comm == Plan::CpComm::kP2p         ? "p2p"
-                                    : p.cp_comm == Plan::CpComm::kAllGather ? "all_gather"
-                                                                            : "a2a");
-    p.cp_comm = cp == "p2p"          ? Plan::CpComm::kP2p
-                : cp == "all_gather" ? Plan::CpComm::kAllGather
-                                     : Plan::CpComm::kAllToAll;
-  }
-  {
-    const std::string d = r.choice("moe_dispatcher", {"alltoall", "allgather"},
-                                   p.moe_dispatcher == Plan::MoeDispatcher::kAllToAll ? "alltoall" : "allgather");
-    p.moe_dispatcher = d == "alltoall" ? Plan::MoeDispatcher::kAllToAll : Plan::MoeDispatcher::kAllGather;
-  }
-  {
-    static constexpr std::array<std::pair<const char*, Plan::LossKernel>, 5> kLoss{{
-        {"megatron", Plan::LossKernel::kMegatron},
-        {"te", Plan::LossKernel::kTe},
-        {"torch", Plan::LossKernel::kTorch},
-        {"torch_bf16", Plan::LossKernel::kTorchBf16},
-        {"xla", Plan::LossKernel::kXla},
-    }};
-    std::string current;
-    std::vector<std::string> names;
-    for (const auto& [n, k] : kLoss) {
-      names.emplace_back(n);
-      if (k == p.loss_kernel) current = n;
-    }
-    const std::string l = r.choice("loss_kernel", names, current);
-    for (const auto& [n, k] : kLoss) {
-      if (l == n) p.loss_kernel = k;
-    }
-  }
-  p.vocab_tiling = r.int_in("vocab_tiling", 1, 4096, p.vocab_tiling);
-  p.expert_tp = r.int_in("expert_tp", 1, 1024, p.expert_tp);
-  p.moe_grouped_gemm = r.boolean("moe_grouped_gemm", p.moe_grouped_gemm);
-  p.moe_dedup = r.boolean("moe_dedup", p.moe_dedup);
-  p.moe_routing = r.choice("moe_routing", {"balanced", "contiguous"}, "balanced") == "contiguous"
-                      ? Plan::MoeRouting::kContiguous
-                      : Plan::MoeRouting::kBalanced;
-  p.memory_reserved_bytes = r.int_in("memory_reserved_bytes", 0, int64_t{1} << 50, p.memory_reserved_bytes);
-  p.allocator_overhead = r.number_in("allocator_overhead", 0, 10, p.allocator_overhead);
-  p.memory_kernel_efficiency = r.number_in("memory_kernel_efficiency", 0.01, 1, p.memory_kernel_efficiency);
-  p.sequence_parallel = r.boolean("sequence_parallel", false);
-  p.fsdp_prefetch = r.boolean("fsdp_prefetch", p.fsdp_prefetch);
-  p.p2p_blocking = r.boolean("p2p_blocking", p.p2p_blocking);
-  p.p2p_scatter_gather = r.boolean("p2p_scatter_gather", p.p2p_scatter_gather);
-  p.tp_grad_overlap = r.boolean("tp_grad_overlap", p.tp_grad_overlap);
-  p.grad_accumulation_fusion = r.boolean("grad_accumulation_fusion", p.grad_accumulation_fusion);
-  p.fsdp_shard_size = r.positive_int("fsdp_shard_size", 0);
-  p.fsdp_bucket_params = r.positive_int("fsdp_bucket_params", 0);
-  p.fsdp_params_are_master = r.boolean("fsdp_params_are_master", p.fsdp_params_are_master);
-  p.fp8_weight_cache = r.boolean("fp8_weight_cache", p.fp8_weight_cache);
-  p.master_weights_dtype = parse_dtype(r.choice("master_weights_dtype", {"fp32", "bf16"}, "fp32"));
-  p.optimizer_state_dtype = parse_dtype(r.choice("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
-  p.grad_bucket_bytes = r.positive_int("grad_bucket_bytes", p.grad_bucket_bytes);
-  p.grad_reduce_dtype =
-      parse_dtype(r.choice("grad_reduce_dtype", {"fp32", "bf16", "fp16"}, std::string(to_string(p.grad_reduce_dtype))));
-  p.matmul_dtype = parse_dtype(r.choice("matmul_dtype", {"bf16", "fp8"}, "bf16"));
-  {
-    const std::string f = r.choice("fp8_recipe", {"delayed", "tensorwise", "rowwise", "rowwise_gw_hp", "mxfp8"},
-                                   std::string(to_string(p.fp8_recipe)));
-    for (auto rec : {Plan::Fp8Recipe::kDelayed, Plan::Fp8Recipe::kTensorwise, Plan::Fp8Recipe::kRowwise,
-                     Plan::Fp8Recipe::kRowwiseGwHp, Plan::Fp8Recipe::kMxfp8}) {
-      if (to_string(rec) == f) p.fp8_recipe = rec;
-    }
-    if (r.has("fp8_recipe") && p.matmul_dtype != DType::kFp8) r.fail("fp8_recipe", "needs \"matmul_dtype\": \"fp8\"");
-  }
-  if (r.has("mesh_order")) {
-    const Json& mo = r.raw("mesh_order");
-    if (!mo.is_array() || mo.size() != kNumMeshAxes) {
-      r.fail("mesh_order", "expected an array naming each of \"tp\", \"cp\", \"pp\", \"dp\" once, innermost first");
-    }
-    uint8_t seen = 0;
-    for (size_t i = 0; i < mo.size(); ++i) {
-      const MeshAxis a = parse_axis(mo[i], r, "mesh_order/" + std::to_string(i));
-      if (seen & axis_bit(a)) r.fail("mesh_order/" + std::to_string(i), "axis named twice");
-      seen |= axis_bit(a);
-      p.mesh_order[i] = a;
-    }
-  }
-  if (r.has("layers_per_stage")) {
-    const Json& ls = r.raw("layers_per_stage");
-    if (!ls.is_array() || ls.empty() || ls.size() > 1 << 16) {
-      r.fail("layers_per_stage", "expected an array of layer counts, one per pipeline chunk");
-    }
-    for (size_t i = 0; i < ls.size(); ++i) {
-      if (!ls[i].is_number_integer() || ls[i].get<int64_t>() < 0 || ls[i].get<int64_t>() > kMaxLayers) {
-        r.fail("layers_per_stage/" + std::to_string(i),
-               "expected a layer count from 0 to " + std::to_string(kMaxLayers) + ", got " + detail::describe(ls[i]));
-      }
-      p.layers_per_stage.push_back(ls[i].get<int64_t>());
-    }
-  }
+  // Field by field (plan_fields.cc); the framework comes first: it sets
+  // the defaults of the stack's knobs, which the plan may still override.
+  const Plan p = detail::read_plan_fields(r, Phase::kTrain, serving);
   r.done();
 
   if (const auto issue = check_plan(p, m, c)) {
@@ -510,6 +303,17 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
 
 std::string render_scenario(const std::string& file, const std::vector<Override>& overrides) {
   return load_root(read_file_text(file), file, overrides).dump(2) + "\n";
+}
+
+std::string plan_json(const Plan& p) {
+  return detail::write_plan_fields(p).dump();
+}
+
+std::string scenario_json(const Scenario& s) {
+  Json root = detail::parse_json_text(s.json, s.file);
+  root["plan"] = detail::write_plan_fields(s.plan);
+  apply_override(root, Override{"cluster.devices", std::to_string(s.cluster.devices)}, s.file);
+  return root.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides) {

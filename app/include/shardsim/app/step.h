@@ -53,10 +53,10 @@ struct SimulateOptions {
 };
 
 /// Simulates a step of `s` on the backend its "simulator" object names: the
-/// native engine in this process, SimGrid in a worker process that is handed
-/// Scenario::json, the scenario as loaded (a Scenario changed in memory
-/// after loading must go through run_training_step, which stays native).
-/// Throws InputError or UsageError.
+/// native engine in this process, or SimGrid in a worker process that is
+/// handed scenario_json(s) (the plan and device count as `s` holds them, so a
+/// plan changed in memory is simulated as it is). Throws InputError or
+/// UsageError.
 StepRun simulate_step(const Scenario& s, const SimulateOptions& options = {});
 
 /// The summary `shardsim simulate` prints.

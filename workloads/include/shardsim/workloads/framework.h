@@ -21,6 +21,16 @@ std::string_view to_string(AttentionKernel k);
 std::optional<AttentionKernel> attention_kernel_named(std::string_view name);
 /// An fp8 recipe as a plan names it ("delayed", "tensorwise", ...).
 std::string_view to_string(Plan::Fp8Recipe r);
+/// A step's phase as a plan names it ("train", "prefill", "decode").
+std::string_view to_string(Phase p);
+/// How context parallelism moves keys and values ("p2p", "all_gather", "a2a").
+std::string_view to_string(Plan::CpComm c);
+/// A mixture-of-experts token dispatcher ("alltoall", "allgather").
+std::string_view to_string(Plan::MoeDispatcher d);
+/// A loss kernel ("megatron", "te", "torch", "torch_bf16", "xla").
+std::string_view to_string(Plan::LossKernel k);
+/// Expert routing ("balanced", "contiguous").
+std::string_view to_string(Plan::MoeRouting r);
 /// The framework a plan's "framework" value names, or nullopt.
 std::optional<Framework> framework_named(std::string_view name);
 /// Every framework, in the order the docs list them.

@@ -4,7 +4,6 @@
 #include <array>
 #include <cstdint>
 #include <string>
-
 #include <vector>
 
 #include "shardsim/core/program.h"
@@ -235,6 +234,9 @@ struct Plan {
   /// the engine's custom kernels rather than NCCL (vLLM, TensorRT-LLM, SGLang
   /// default).
   bool custom_all_reduce = true;
+
+  /// Every field equal (the search's and the scenario writer's round trip).
+  bool operator==(const Plan&) const = default;
 
   bool inference() const { return phase != Phase::kTrain; }
 

@@ -41,11 +41,10 @@ std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vect
                                            PlanSpaceCounts& counts);
 
 /// The overrides that give a scenario the plan fields enumerate_plans sets
-/// on a candidate (every one of them, those it resets to their defaults as
-/// null: the loader's default), so that a scenario file rendered with them
-/// loads as exactly the candidate's plan. Kept beside the enumerator: a field
-/// it starts to set must be added here (tests/unit/search_test.cc checks the
-/// round trip).
+/// on a candidate (the fields the plan table marks searched; those at their
+/// loader default as null), so that a scenario file rendered with them
+/// loads as exactly the candidate's plan (tests/unit/search_test.cc checks
+/// the round trip).
 std::vector<Override> searched_plan_overrides(const Plan& p);
 
 /// A lower bound on the simulated step time of `s`: the average device's

@@ -139,6 +139,15 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
 /// The scenario file's JSON with `overrides` applied, pretty-printed (for
 /// writing a scenario a search found). Throws InputError like load_scenario.
 std::string render_scenario(const std::string& file, const std::vector<Override>& overrides);
+/// The "plan" object, as JSON text, that loads back as exactly `p`: every
+/// field of its phase written out, the framework first (plan_fields.cc).
+std::string plan_json(const Plan& p);
+/// The scenario JSON that loads as `s` as the caller holds it:
+/// Scenario::json with the plan and the device count replaced by s.plan and
+/// s.cluster.devices (what a search, a sweep or a report changes in
+/// memory). What a SimGrid worker is handed. Other in-memory changes (to the
+/// model or the chip) are not carried.
+std::string scenario_json(const Scenario& s);
 /// A cluster alone (a cluster preset name or a cluster JSON file), for
 /// `shardsim collective`.
 ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Override>& overrides = {});
