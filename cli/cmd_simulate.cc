@@ -22,7 +22,15 @@ int cmd_simulate(const std::vector<std::string>& args) {
       json = true;
     else if (a == "--no-timing")
       opt.timing = false;
-    else if (a == "--set")
+    else if (a == "--critical-path") {
+      const std::string v = take_value(args, i);
+      if (v != "on" && v != "off" && v != "auto") {
+        throw UsageError("--critical-path: expected on, off or auto, got \"" + v + "\"");
+      }
+      opt.critical_path = v == "on"    ? CriticalPathMode::kOn
+                          : v == "off" ? CriticalPathMode::kOff
+                                       : CriticalPathMode::kAuto;
+    } else if (a == "--set")
       sets.push_back(parse_set(take_value(args, i)));
     else if (a.rfind("--set=", 0) == 0)
       sets.push_back(parse_set(a.substr(6)));

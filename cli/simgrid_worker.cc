@@ -6,7 +6,7 @@
 // file) instead of receiving the Program.
 //
 //   shardsim-simgrid-worker SCENARIO_JSON [--name NAME] [--trace-devices LIST]
-//                           [--replica-shortcut on|off]
+//                           [--replica-shortcut on|off] [--all-spans]
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -28,11 +28,14 @@ int main(int argc, char** argv) {
   try {
     std::string file, name, trace_list;
     bool shortcut = false;
+    bool all_spans = false;
     for (size_t i = 0; i < args.size(); ++i) {
       if (args[i] == "--name") {
         name = cli::take_value(args, i);
       } else if (args[i] == "--trace-devices") {
         trace_list = cli::take_value(args, i);
+      } else if (args[i] == "--all-spans") {
+        all_spans = true;
       } else if (args[i] == "--replica-shortcut") {
         shortcut = cli::take_value(args, i) == "on";
       } else if (file.empty() && !args[i].empty() && args[i][0] != '-') {
@@ -42,7 +45,7 @@ int main(int argc, char** argv) {
       }
     }
     if (file.empty()) throw cli::UsageError("shardsim-simgrid-worker: expected a scenario file");
-    // The scenario as the caller holds it (Scenario::json), named as the
+    // The scenario as the caller holds it (scenario_json), named as the
     // caller names it in messages.
     std::ifstream in(file, std::ios::binary);
     if (!in) throw cli::UsageError("shardsim-simgrid-worker: cannot read " + file);
@@ -57,8 +60,9 @@ int main(int argc, char** argv) {
     const Mesh mesh = build_mesh(s.plan);
     SimgridOptions sg;
     sg.lv08 = s.simulator.simgrid_model == SimulatorSpec::SimgridModel::kLv08;
-    const EngineResult r =
-        simulate_simgrid(programs, mesh, *topo, s.cluster.chip, step_engine_options(s, traced, shortcut), sg);
+    EngineOptions opt = step_engine_options(s, traced, shortcut);
+    opt.spans_of_every_device = all_spans;
+    const EngineResult r = simulate_simgrid(programs, mesh, *topo, s.cluster.chip, opt, sg);
     const std::string bytes = encode_engine_result(r);
     if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
       std::fprintf(stderr, "shardsim-simgrid-worker: cannot write the result\n");

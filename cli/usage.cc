@@ -7,6 +7,7 @@ const char* const kUsage = R"(shardsim: predict how a Transformer training or in
 Usage:
   shardsim simulate SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
                              [--trace-devices LIST] [--no-timing]
+                             [--critical-path on|off|auto]
                              [--replica-shortcut on|off|auto]
                              [--backend native|simgrid]
       Lower SCENARIO (model + cluster + plan) to a per-device program and
@@ -14,13 +15,20 @@ Usage:
       one inference step. Prints a summary, or with --json one object:
       step_time_s, mfu, hfu, model_tflops_per_device, tokens_per_s, breakdown
       {compute_s, exposed_comm_s, bubble_s, other_s}, memory
-      {peak_bytes_per_device, capacity_bytes, fits, components}, sim {events,
-      flows, devices, ops_per_device, wall_s, backend}.
+      {peak_bytes_per_device, capacity_bytes, fits, components},
+      critical_path {length_s, ops, devices, by_category_s, top_segments}:
+      the chain of ops, each started when the one before ended, that makes
+      the step time (its categories sum to it), sim {events, flows, devices,
+      ops_per_device, wall_s, backend}.
       --set plan.tp=4      override any field (dotted JSON path; the value is
                            JSON, or a string if it is not; null removes it)
       --trace FILE         write a Chrome trace (open in ui.perfetto.dev)
       --trace-devices L    devices to trace, e.g. 0,1,8-15 (default 0)
       --no-timing          report sim.wall_s as 0, for byte-identical output
+      --critical-path M    the step's critical path records every running
+                           device's ops (about 150 bytes and 1 us each).
+                           auto (default): up to 4.2M op instances, else
+                           critical_path says why it was skipped; on; off.
       --replica-shortcut   simulate only data-parallel replica 0 (replicas run
                            the same program; collectives over dp still move
                            every member's data). auto (default): on above

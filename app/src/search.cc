@@ -74,7 +74,9 @@ StepReport simulate_plan(const Scenario& base, const Plan& plan, int64_t devices
   Scenario s = base;
   s.plan = plan;
   s.cluster.devices = devices;
-  return simulate_step(s).report;  // on the scenario's backend
+  SimulateOptions opt;
+  opt.critical_path = CriticalPathMode::kOff;
+  return simulate_step(s, opt).report;  // on the scenario's backend
 }
 
 }  // namespace

@@ -83,6 +83,7 @@ EngineResult run_simgrid_worker(const std::string& worker, const WorkerRequest& 
   }
   args.push_back("--replica-shortcut");
   args.push_back(request.replica_shortcut ? "on" : "off");
+  if (request.spans_of_every_device) args.push_back("--all-spans");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -151,7 +152,8 @@ Simulator simulator_for(const Scenario& s, std::string& backend) {
   }
   return [worker = std::move(worker), json = std::move(json), name = s.file](
              const ProgramSet&, const Mesh&, const Topology&, const ChipSpec&, const EngineOptions& opt) {
-    return run_simgrid_worker(worker, WorkerRequest{json, name, opt.trace_devices, opt.replica_shortcut});
+    return run_simgrid_worker(
+        worker, WorkerRequest{json, name, opt.trace_devices, opt.replica_shortcut, opt.spans_of_every_device});
   };
 }
 

@@ -21,6 +21,7 @@ struct WorkerRequest {
   std::string scenario_name;
   std::vector<uint32_t> trace_devices;
   bool replica_shortcut = false;
+  bool spans_of_every_device = false;  ///< EngineOptions::spans_of_every_device
 };
 
 /// Path of the worker: $SHARDSIM_SIMGRID_WORKER, else shardsim-simgrid-worker

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "output.h"
+#include "shardsim/analysis/critical_path.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/compute_model.h"
 #include "shardsim/sim/engine.h"
@@ -71,16 +72,38 @@ EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>
 }
 
 StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut,
-                          const Simulator& simulator, const std::string& backend) {
+                          const Simulator& simulator, const std::string& backend, CriticalPathMode critical_path) {
   const auto t0 = std::chrono::steady_clock::now();
   StepRun run;
   run.programs = lower_step(s);
   check_step_fits_in_time(s, run.programs);
   const auto topo = build_topology(s.cluster);
   const Mesh mesh = build_mesh(s.plan);
-  const EngineOptions opt = step_engine_options(s, trace_devices, replica_shortcut);
+  EngineOptions opt = step_engine_options(s, trace_devices, replica_shortcut);
+  // Op instances the critical path needs recorded: every running device's.
+  int64_t instances = 0;
+  const int64_t running = replica_shortcut ? s.cluster.devices / s.plan.dp : s.cluster.devices;
+  for (const Program& p : run.programs.stages) {
+    instances += static_cast<int64_t>(p.size()) * (running / static_cast<int64_t>(run.programs.stages.size()));
+  }
+  std::string skipped;
+  if (critical_path == CriticalPathMode::kAuto && instances > kCriticalPathAutoOps) {
+    detail::appendf(skipped, "%.3g op instances, over the %.3g that --critical-path auto computes; ask with on",
+                    static_cast<double>(instances), static_cast<double>(kCriticalPathAutoOps));
+    critical_path = CriticalPathMode::kOff;
+  }
+  opt.spans_of_every_device = critical_path != CriticalPathMode::kOff;
   EngineResult er = simulator ? simulator(run.programs, mesh, *topo, s.cluster.chip, opt)
                               : simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
+  run.report.critical_path.skipped = skipped;
+  if (opt.spans_of_every_device) {
+    run.report.critical_path =
+        critical_path_report(run.programs, shardsim::critical_path(run.programs, mesh, er.timeline));
+    // The timeline keeps the traced devices' spans only.
+    std::erase_if(er.timeline.spans, [&](const TimelineSpan& sp) {
+      return !std::binary_search(er.timeline.devices.begin(), er.timeline.devices.end(), sp.device);
+    });
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   StepReport& r = run.report;
@@ -146,7 +169,7 @@ StepRun simulate_step(const Scenario& s, const SimulateOptions& options) {
   std::string backend;
   const Simulator simulator = simulator_for(s, backend);
   StepRun run = run_training_step(s, options.trace_devices, use_replica_shortcut(s, options.replica_shortcut),
-                                  simulator, backend);
+                                  simulator, backend, options.critical_path);
   if (!options.timing) run.report.sim.wall_s = 0;
   return run;
 }
@@ -193,6 +216,18 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
                   list(r.compute_by_kind_s).c_str());
   detail::appendf(o, "  device %lld comm     %s (busy, overlapping)\n", static_cast<long long>(r.critical_device),
                   list(r.comm_busy_by_stream_s).c_str());
+  if (r.critical_path.present) {
+    const CriticalPathReport& cp = r.critical_path;
+    std::string cats;
+    for (size_t i = 0; i < cp.by_category_s.size() && i < 4; ++i) {
+      detail::appendf(cats, "%s%s %.1f%%", i > 0 ? ", " : "", cp.by_category_s[i].first.c_str(),
+                      cp.length_s > 0 ? 100 * cp.by_category_s[i].second / cp.length_s : 0.0);
+    }
+    detail::appendf(o, "  critical path      %s (%lld ops on %lld device%s)\n", cats.c_str(),
+                    static_cast<long long>(cp.ops), static_cast<long long>(cp.devices), cp.devices == 1 ? "" : "s");
+  } else if (!r.critical_path.skipped.empty()) {
+    detail::appendf(o, "  critical path      not computed: %s\n", r.critical_path.skipped.c_str());
+  }
   detail::appendf(o, "  memory per device  %s of %s: %s\n", gib_text(r.memory.peak_bytes_per_device).c_str(),
                   gib_text(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
   if (!r.memory.peak_at.empty()) detail::appendf(o, "    peak at %s\n", r.memory.peak_at.c_str());

@@ -63,6 +63,7 @@ std::vector<SweepRow> sweep_steps(const std::string& scenario_text, const std::s
       const Scenario s = parse_scenario(scenario_text, name, all);
       SimulateOptions opt;
       opt.timing = false;  // rows are deterministic
+      opt.critical_path = CriticalPathMode::kOff;
       row.report = simulate_step(s, opt).report;
       row.ok = true;
     } catch (const InputError& e) {

@@ -223,6 +223,7 @@ ValidationReport validate_directory(const std::string& dir, int threads, bool ch
       // section 6).
       SimulateOptions opt;
       opt.replica_shortcut = ReplicaShortcut::kOn;
+      opt.critical_path = CriticalPathMode::kOff;
       const StepRun run = simulate_step(s, opt);
       per_file[i] = validate_scenario(s, run.report);
     }

@@ -203,11 +203,17 @@ class EngineCore {
     compute_by_kind_.assign(static_cast<size_t>(devices_) * kComputeKinds, SimTime());
     stream_busy_.assign(static_cast<size_t>(devices_) * streams_, SimTime());
     trace_index_.assign(devices_, -1);
+    flows_traced_.assign(devices_, false);
     for (uint32_t d : opt.trace_devices) {
-      if (d < devices_ && active_[d] && trace_index_[d] < 0) {
+      if (d < devices_ && active_[d] && !flows_traced_[d]) {
+        flows_traced_[d] = true;
+        result_.timeline.devices.push_back(d);
+      }
+    }
+    for (uint32_t d = 0; d < devices_; ++d) {
+      if (active_[d] && (flows_traced_[d] || opt.spans_of_every_device)) {
         trace_index_[d] = static_cast<int>(trace_starts_.size());
         trace_starts_.emplace_back(program(d).size());
-        result_.timeline.devices.push_back(d);
       }
     }
     std::sort(result_.timeline.devices.begin(), result_.timeline.devices.end());
@@ -516,7 +522,7 @@ class EngineCore {
     const bool p2p = (owner & kP2pOwner) != 0;
     const uint32_t id = owner & ~kP2pOwner;
     const OpId op = p2p ? transfers_[id].send_op : runs_[id].op;
-    if (trace_index_[src] >= 0) {
+    if (flows_traced_[src]) {
       result_.timeline.flows.push_back(
           TimelineFlow{src, dst, stage_of_[src], op, Bytes(static_cast<int64_t>(f.bytes)), f.start, now_});
     }
@@ -649,7 +655,8 @@ class EngineCore {
   size_t streams_ = 1;
   std::vector<SimTime> compute_by_kind_;  // [device][compute kind]
   std::vector<SimTime> stream_busy_;      // [device][stream]: communication ops in flight
-  std::vector<int> trace_index_;
+  std::vector<int> trace_index_;          ///< devices whose spans are recorded
+  std::vector<bool> flows_traced_;        ///< trace_devices: their flows too
   std::vector<std::vector<SimTime>> trace_starts_;
   std::vector<uint8_t> active_;
   std::unordered_map<PlanKey, CachedPlan, PlanKeyHash> plans_;

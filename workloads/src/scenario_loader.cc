@@ -168,7 +168,7 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
 /// An inference plan: the parallelism of the serving replicas and the shape
 /// of the step (see Plan).
 Plan parse_inference_plan(ObjectReader& r, Phase phase, const ModelSpec& m, const ClusterSpec& c, bool serving) {
-  const Plan p = detail::read_plan_fields(r, phase, serving);
+  Plan p = detail::read_plan_fields(r, phase, serving);
   const char* len_key = phase == Phase::kPrefill ? "prompt_tokens" : "context_tokens";
   r.done();
   if (p.weight_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
@@ -196,7 +196,7 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   if (serving) r.fail("phase", "a scenario with a \"serving\" object needs an inference plan (\"phase\": \"decode\")");
   // Field by field (plan_fields.cc); the framework comes first: it sets
   // the defaults of the stack's knobs, which the plan may still override.
-  const Plan p = detail::read_plan_fields(r, Phase::kTrain, serving);
+  Plan p = detail::read_plan_fields(r, Phase::kTrain, serving);
   r.done();
 
   if (const auto issue = check_plan(p, m, c)) {

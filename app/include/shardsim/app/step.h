@@ -43,13 +43,25 @@ EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>
 /// Lowers and simulates `s`, recording the spans of `trace_devices`. With
 /// `replica_shortcut`, only data-parallel replica 0 is simulated. `simulator`
 /// defaults to the native engine; `backend` names it in the report.
+/// Whether a step's critical path is computed (StepReport::critical_path):
+/// it records every running device's ops, memory and time in proportion
+/// (about 150 bytes and 1 µs per op instance), so kAuto computes it up to
+/// kCriticalPathAutoOps op instances and says why not beyond.
+enum class CriticalPathMode : uint8_t { kAuto, kOn, kOff };
+inline constexpr int64_t kCriticalPathAutoOps = int64_t{1} << 22;
+
+/// With a critical-path mode other than kOff, the report carries the step's
+/// critical path (the timeline still keeps `trace_devices`' spans only).
 StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut = false,
-                          const Simulator& simulator = {}, const std::string& backend = "native");
+                          const Simulator& simulator = {}, const std::string& backend = "native",
+                          CriticalPathMode critical_path = CriticalPathMode::kOff);
 
 struct SimulateOptions {
   std::vector<uint32_t> trace_devices;  ///< devices whose spans the timeline keeps
   ReplicaShortcut replica_shortcut = ReplicaShortcut::kAuto;
   bool timing = true;  ///< false: the report's wall time is 0 (byte-identical output)
+  /// The critical path (search, sweeps and validation turn it off).
+  CriticalPathMode critical_path = CriticalPathMode::kAuto;
 };
 
 /// Simulates a step of `s` on the backend its "simulator" object names: the

@@ -34,6 +34,31 @@ struct MemoryReport {
   std::vector<Component> components;
 };
 
+/// The step's critical path (analysis/critical_path.h): the chain of op
+/// instances, each started when the one before it ended, from the step's
+/// start to its end.
+struct CriticalPathReport {
+  bool present = false;  ///< computed (SimulateOptions::critical_path)
+  std::string skipped;   ///< why not, when it was left out for its size
+  double length_s = 0;   ///< the path's length: the step time
+  int64_t ops = 0;       ///< op instances on the path (of non-zero length)
+  int64_t devices = 0;   ///< devices the path visits
+  /// Time on the path by category ("compute: matmul", "tp comm:
+  /// all-reduce", "pp send next: transfer"), largest first; sums to length_s.
+  std::vector<std::pair<std::string, double>> by_category_s;
+  /// A stretch of the path on one device and one stream: consecutive path
+  /// ops of one kind ("compute", or a communication stream's name).
+  struct Segment {
+    int64_t device = 0;
+    std::string stream;
+    std::string first_op, last_op;  ///< labels ("L3 qkv fwd mb1")
+    int64_t ops = 0;
+    double start_s = 0, end_s = 0;
+  };
+  /// The longest segments (at most 10), in time order.
+  std::vector<Segment> top_segments;
+};
+
 struct StepReport {
   std::string scenario;
   std::string config_hash;  ///< of the scenario as simulated
@@ -60,6 +85,7 @@ struct StepReport {
   std::vector<std::pair<std::string, double>> compute_by_kind_s;
   std::vector<std::pair<std::string, double>> comm_busy_by_stream_s;
   MemoryReport memory;
+  CriticalPathReport critical_path;
   struct SimStats {
     uint64_t events = 0;
     uint64_t flows = 0;

@@ -20,6 +20,9 @@ namespace shardsim {
 struct EngineOptions {
   /// Devices whose spans and flows are recorded in the Timeline.
   std::vector<uint32_t> trace_devices;
+  /// Record the spans of every device that runs as well (no flows), for the
+  /// critical path; Timeline::devices still lists trace_devices only.
+  bool spans_of_every_device = false;
   /// If non-empty, only these devices run the program (the rest idle); used
   /// to time one collective group alone.
   std::vector<uint32_t> active_devices;
