@@ -14,12 +14,7 @@
 namespace shardsim {
 namespace {
 
-ChipSpec simple_chip() {
-  ChipSpec c;
-  c.bf16_peak = FlopsPerSec(1e12);
-  c.hbm_bandwidth = BytesPerSec(1e12);
-  return c;
-}
+using testing::simple_chip;
 
 /// Two chips on a line joined by one 1 GB/s link.
 std::unique_ptr<Topology> line_of_two() {
@@ -37,8 +32,12 @@ Op compute_ms(double ms) {
   return o;
 }
 
-std::vector<uint32_t> both() {
-  return {0, 1};
+/// Simulates `ps` on two chips joined by one 1 GB/s link, recording both.
+EngineResult run_on_two(const ProgramSet& ps, const Mesh& mesh) {
+  const auto topo = line_of_two();
+  EngineOptions opt;
+  opt.trace_devices = {0, 1};
+  return simulate(ps, mesh, *topo, simple_chip(), opt);
 }
 
 void expect_invariants(const CriticalPath& path, SimTime step) {
@@ -85,10 +84,7 @@ TEST(CriticalPath, PipelineBubbleIsOffThePathAndHasTheSlack) {
     ps.stages.push_back(std::move(b).finish());
   }
   const Mesh mesh({1, 1, 2, 1}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
-  const auto topo = line_of_two();
-  EngineOptions opt;
-  opt.trace_devices = both();
-  const EngineResult r = simulate(ps, mesh, *topo, simple_chip(), opt);
+  const EngineResult r = run_on_two(ps, mesh);
   const CriticalPath path = critical_path(ps, mesh, r.timeline);
   expect_invariants(path, r.step_time);
   ASSERT_EQ(path.ops.size(), 3u);
@@ -135,10 +131,7 @@ TEST(CriticalPath, ExposedAllGatherIsOnThePath) {
   ProgramSet ps;
   ps.stages.push_back(std::move(b).finish());
   const Mesh mesh({1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
-  const auto topo = line_of_two();
-  EngineOptions opt;
-  opt.trace_devices = both();
-  const EngineResult r = simulate(ps, mesh, *topo, simple_chip(), opt);
+  const EngineResult r = run_on_two(ps, mesh);
   const CriticalPath path = critical_path(ps, mesh, r.timeline);
   expect_invariants(path, r.step_time);
   ASSERT_EQ(path.ops.size(), 3u);

@@ -12,12 +12,7 @@
 namespace shardsim {
 namespace {
 
-ChipSpec simple_chip() {
-  ChipSpec c;
-  c.bf16_peak = FlopsPerSec(1e12);
-  c.hbm_bandwidth = BytesPerSec(1e12);
-  return c;
-}
+using testing::simple_chip;
 
 /// Two devices in data parallel on a line of two chips (no wraparound) whose
 /// one link runs at `link_GBps`.

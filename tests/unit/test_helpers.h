@@ -24,6 +24,14 @@ inline FatTreeSpec fat_tree_450_50() {
   return f;
 }
 
+/// A chip of 1e12 FLOP/s and 1e12 B/s: an op of 1e9 FLOPs takes 1 ms.
+inline ChipSpec simple_chip() {
+  ChipSpec c;
+  c.bf16_peak = FlopsPerSec(1e12);
+  c.hbm_bandwidth = BytesPerSec(1e12);
+  return c;
+}
+
 /// A scenario from inline JSON text.
 inline Scenario scenario(const std::string& json, const std::vector<Override>& sets = {}) {
   return parse_scenario(json, "test.json", sets);
