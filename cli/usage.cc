@@ -39,6 +39,22 @@ Usage:
                            --set simulator.simgrid_network_model=LV08).
                            Same as --set simulator.backend=B.
 
+  shardsim whatif SCENARIO [--speedup LEVER=K]... [--factor K] [--jobs J]
+                  [--set PATH=VALUE]... [--json]
+      How much shorter would the step be if one part of it were K times
+      faster? Re-simulates SCENARIO with each lever sped up alone and ranks
+      the levers by the step time saved, beside each one's share of the base
+      step's critical path. Levers: a compute kind (matmul, attention,
+      elementwise, norm, softmax, embedding, loss, optimizer) or compute (all);
+      stream:NAME, a communication stream ("stream:dp gather"): its
+      collectives and transfers K times faster; net:KIND (ici, nvlink, nic,
+      switch) or net (all): K times the bandwidth of those links. The same
+      keys as a scenario's simulator.speedup object.
+      --speedup LEVER=K    try these levers (each alone, then together)
+                           instead of every lever of the step
+      --factor K           the speed-up of every lever (default 2)
+      --jobs J             simulations at once (default: all cores)
+
   shardsim collective SCENARIO|CLUSTER --op OP (--bytes SIZE | --sweep MIN:MAX
                       [--factor F]) [--group G] [--concurrent]
                       [--set PATH=VALUE]... [--json]

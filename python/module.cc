@@ -20,6 +20,7 @@
 #include "shardsim/app/step.h"
 #include "shardsim/app/sweep.h"
 #include "shardsim/app/validation.h"
+#include "shardsim/app/whatif.h"
 #include "shardsim/core/error.h"
 #include "shardsim/viz/result_json.h"
 #include "shardsim/workloads/presets.h"
@@ -143,6 +144,16 @@ std::string py_sweep(const std::string& scenario, bool is_path, const Pairs& ove
   return sweep_json(sweep_steps(text, name, overrides_of(overrides), grid, jobs));
 }
 
+std::string py_whatif(const std::string& scenario, bool is_path, const Pairs& overrides,
+                      const std::vector<std::pair<std::string, double>>& speedups, double factor, int jobs) {
+  py::gil_scoped_release release;
+  WhatIfOptions opt;
+  opt.speedups = speedups;
+  opt.factor = factor;
+  opt.threads = jobs;
+  return whatif_json(what_if(load(scenario, is_path, overrides), opt));
+}
+
 /// Each side as JSON text and the name errors give it (its path, or
 /// "<predicted>" / "<measured>" for a dict).
 std::string py_compare(const std::string& predicted, const std::string& predicted_name, const std::string& measured,
@@ -198,6 +209,7 @@ PYBIND11_MODULE(_shardsim, m) {
   m.def("compare", &py_compare);
   m.def("sweep_sizes", &collective_sweep_sizes);
   m.def("sweep", &py_sweep);
+  m.def("whatif", &py_whatif);
   m.def("presets", &py_presets);
   m.def("preset", &py_preset);
 }

@@ -68,8 +68,32 @@ EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>
   opt.collective = s.cluster.collective;
   opt.replica_shortcut = replica_shortcut;
   opt.calibration = s.cluster.calibration.get();
+  opt.compute_speedup = s.simulator.speedup.compute;
+  opt.stream_speedup = s.simulator.speedup.stream;
   return opt;
 }
+
+namespace {
+
+/// Throws InputError when simulator.speedup names a stream ("stream:NAME")
+/// that the step's programs do not have.
+void check_speedup_streams(const Scenario& s, const ProgramSet& programs) {
+  for (const auto& [name, k] : s.simulator.speedup.stream) {
+    std::string names;
+    bool found = false;
+    for (const std::string& st : programs.stages.front().stream_names()) {
+      if (st == "compute") continue;
+      found = found || st == name;
+      names += (names.empty() ? "" : ", ") + st;
+    }
+    if (!found) {
+      throw InputError(s.file, "/simulator/speedup/stream:" + name,
+                       "expected a communication stream of this step's programs (" + names + ")");
+    }
+  }
+}
+
+}  // namespace
 
 StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut,
                           const Simulator& simulator, const std::string& backend, CriticalPathMode critical_path) {
@@ -77,6 +101,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   StepRun run;
   run.programs = lower_step(s);
   check_step_fits_in_time(s, run.programs);
+  check_speedup_streams(s, run.programs);
   const auto topo = build_topology(s.cluster);
   const Mesh mesh = build_mesh(s.plan);
   EngineOptions opt = step_engine_options(s, trace_devices, replica_shortcut);

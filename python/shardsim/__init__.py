@@ -34,6 +34,7 @@ __all__ = [
     "search",
     "collective",
     "sweep",
+    "whatif",
     "validate",
     "compare",
     "presets",
@@ -194,6 +195,23 @@ def sweep(scenario, grid, overrides=None, *, jobs=0):
         values.append(list(v))
     points = [[(k, json.dumps(x)) for k, x in zip(keys, combo)] for combo in itertools.product(*values)]
     return json.loads(_shardsim.sweep(text, is_path, _overrides(overrides), points, int(jobs)))
+
+
+def whatif(scenario, overrides=None, *, speedups=None, factor=2.0, jobs=0):
+    """How much shorter the step would be with one part of it faster; returns
+    the dict of ``shardsim whatif --json``: base_step_time_s, the base
+    critical path's time by category, and ``levers`` ranked by the step time
+    they save (lever, factor, step_time_s, gain_s, path_share). ``speedups``:
+    a dict of levers to factors ({"matmul": 2, "net:nic": 1.5}) tried each
+    alone and together; None: every lever of the step at ``factor``. Levers
+    are the keys of a scenario's simulator.speedup (docs/analysis.md)."""
+    text, is_path = _scenario(scenario)
+    pairs = []
+    if speedups is not None:
+        if not isinstance(speedups, dict):
+            raise TypeError("speedups: expected a dict of levers to factors, got " + type(speedups).__name__)
+        pairs = [(str(k), float(v)) for k, v in speedups.items()]
+    return json.loads(_shardsim.whatif(text, is_path, _overrides(overrides), pairs, float(factor), int(jobs)))
 
 
 def validate(directory, *, split=None, threads=0):

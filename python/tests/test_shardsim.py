@@ -216,3 +216,16 @@ def test_compare_names_the_side_that_is_wrong():
         shardsim.compare({"step_time_s": 1.0}, meas)
     assert info.value.file == "<predicted>"
     assert info.value.path == "/critical_device/compute_by_kind_s"
+
+
+def test_whatif_equals_the_cli_and_ranks_levers(cli):
+    r = shardsim.whatif(LLAMA8, speedups={"matmul": 2, "net:nic": 1.5})
+    assert r == cli("whatif", LLAMA8, "--speedup", "matmul=2", "--speedup", "net:nic=1.5", "--json")
+    gains = [lever["gain_s"] for lever in r["levers"]]
+    assert gains == sorted(gains, reverse=True)
+    assert r["together"]["step_time_s"] < min(lever["step_time_s"] for lever in r["levers"])
+    everything = shardsim.whatif(LLAMA8, factor=1.5, jobs=1)
+    assert {"matmul", "attention", "net:nvlink"} <= {lever["lever"] for lever in everything["levers"]}
+    assert everything["together"] is None
+    with pytest.raises(shardsim.ScenarioError, match="/simulator/speedup/warp"):
+        shardsim.whatif(LLAMA8, speedups={"warp": 2})

@@ -37,6 +37,7 @@ struct PlanKey {
   uint32_t group;
   uint8_t axes;
   CollectiveKind kind;
+  double speedup = 1;  ///< of the op's stream (EngineOptions::stream_speedup)
   bool operator==(const PlanKey&) const = default;
 };
 struct PlanKeyHash {
@@ -163,14 +164,21 @@ class EngineCore {
         SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
         info.dep_count[i] = static_cast<uint16_t>(p.deps(i).size());
         if (o.kind == OpKind::kCompute) {
-          info.duration[i] = op_compute_time(o, chip, opt.calibration);
-          if (contended) info.beside_comm[i] = compute_time(o, beside);
-          if (!info.beside_few.empty()) info.beside_few[i] = compute_time(o, beside_few);
+          const double k = opt.compute_speedup[static_cast<size_t>(o.compute)];
+          info.duration[i] = sped_up(op_compute_time(o, chip, opt.calibration), k);
+          if (contended) info.beside_comm[i] = sped_up(compute_time(o, beside), k);
+          if (!info.beside_few.empty()) info.beside_few[i] = sped_up(compute_time(o, beside_few), k);
         }
         if (o.kind == OpKind::kCollective) {
           SHARDSIM_ASSERT(!(o.axes & axis_bit(MeshAxis::kPp)), "collectives stay inside a pipeline stage");
           info.coll_slot[i] = slots;
           slots += static_cast<uint64_t>(mesh.num_groups(o.axes));
+        }
+      }
+      info.stream_speedup.assign(p.stream_names().size(), 1.0);
+      for (const auto& [name, k] : opt.stream_speedup) {
+        for (size_t st = 0; st < p.stream_names().size(); ++st) {
+          if (p.stream_names()[st] == name) info.stream_speedup[st] *= k;
         }
       }
       info_.push_back(std::move(info));
@@ -288,6 +296,7 @@ class EngineCore {
     }
     std::vector<uint16_t> dep_count;
     std::vector<uint64_t> coll_slot;
+    std::vector<double> stream_speedup;  ///< by stream index (EngineOptions::stream_speedup)
   };
   const Program& program(uint32_t d) const {
     return ps_.stages[stage_of_[d]];
@@ -303,6 +312,15 @@ class EngineCore {
     }
     pool.emplace_back();
     return static_cast<uint32_t>(pool.size() - 1);
+  }
+
+  /// A duration k times shorter (what-if speed-ups; k == 1 leaves it exact).
+  static SimTime sped_up(SimTime t, double k) {
+    if (k == 1) return t;
+    return SimTime::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(t.ps()) / k)));
+  }
+  double stream_speedup(uint32_t d, const Op& o) const {
+    return info_[stage_of_[d]].stream_speedup[o.stream];
   }
 
   void push(SimTime t, EvType type, uint32_t a, uint32_t b) {
@@ -422,13 +440,15 @@ class EngineCore {
       clocks_[x].hold_sms(o, +1);
       retime_compute(x);
     }
+    const double k = stream_speedup(d, o);
     if (const auto fit = calibrated("send-recv", 2)) {
       // Measured point-to-point: latency + bytes / bandwidth, no flow.
-      push(now_ + to_sim_time(fit->latency_s + static_cast<double>(o.comm_bytes.value()) / fit->bytes_per_s),
-           EvType::kTransferEnd, id, 0);
+      push(
+          now_ + sped_up(to_sim_time(fit->latency_s + static_cast<double>(o.comm_bytes.value()) / fit->bytes_per_s), k),
+          EvType::kTransferEnd, id, 0);
       return;
     }
-    self().add_flow(d, dst, static_cast<double>(o.comm_bytes.value()), kP2pOwner | id);
+    self().add_flow(d, dst, static_cast<double>(o.comm_bytes.value()) / k, kP2pOwner | id);
     ++result_.flows;
   }
 
@@ -471,12 +491,19 @@ class EngineCore {
     const uint32_t id = acquire(runs_, free_runs_);
     CollectiveRun& r = runs_[id];
     r.op = op;
+    const double k = stream_speedup(any_member, o);
     const PlanKey key{static_cast<uint64_t>(o.comm_bytes.value()),
-                      static_cast<uint32_t>(mesh_.group_index(any_member, o.axes)), o.axes, o.collective};
+                      static_cast<uint32_t>(mesh_.group_index(any_member, o.axes)), o.axes, o.collective, k};
     auto [it, fresh] = plans_.try_emplace(key);
     if (fresh) {
       mesh_.group_members(any_member, o.axes, it->second.members);
       it->second.plan = plan_collective(o.collective, o.comm_bytes, it->second.members, topo_, opt_.collective);
+      for (CollectivePhase& ph : it->second.plan.phases) {
+        ph.latency = sped_up(ph.latency, k);
+        if (k != 1) {
+          for (FlowSpec& f : ph.flows) f.bytes /= k;
+        }
+      }
     }
     r.cached = &it->second;
     r.phase = 0;
@@ -496,8 +523,9 @@ class EngineCore {
             calibrated(std::string(to_string(o.collective)), static_cast<int64_t>(r.cached->members.size()))) {
       // Measured collective: its fit replaces the plan's phases of flows.
       r.phase = r.cached->plan.phases.size() - 1;
-      push(now_ + to_sim_time(fit->latency_s + static_cast<double>(o.comm_bytes.value()) / fit->bytes_per_s),
-           EvType::kPhaseEnd, id, 0);
+      push(
+          now_ + sped_up(to_sim_time(fit->latency_s + static_cast<double>(o.comm_bytes.value()) / fit->bytes_per_s), k),
+          EvType::kPhaseEnd, id, 0);
       return;
     }
     start_phase(id);
@@ -528,7 +556,8 @@ class EngineCore {
     }
     result_.flow_byte_hops += f.bytes * static_cast<double>(f.hops);
     if (p2p) {
-      push(now_ + route_latency(src, dst), EvType::kTransferEnd, id, 0);
+      push(now_ + sped_up(route_latency(src, dst), stream_speedup(src, program(src).op(op))), EvType::kTransferEnd, id,
+           0);
       return;
     }
     CollectiveRun& r = runs_[id];

@@ -254,7 +254,8 @@ NcclTiming nccl_time(CollectiveKind kind, Bytes size, int64_t ranks, const NcclS
     units = static_cast<double>(nvls_runtime_channels(spec.compute_capability)) * c.channels;  // channels x heads
     t.chunk_bytes = nvls_chunk_bytes(bytes, units);
   }
-  const double bw = c.bandwidth_GBps * efficiency * t.channels_used / c.channels;  // GB/s = bytes per ns
+  // GB/s = bytes per ns; bandwidth_speedup is a what-if (1 unless asked).
+  const double bw = c.bandwidth_GBps * efficiency * t.channels_used / c.channels * spec.bandwidth_speedup;
   t.transfer_us = bytes / (1000.0 * bw);
   t.fill_us = spec.fill_chunks * t.chunk_bytes / (1000.0 * bw / units);
   t.time_us = c.latency_us + t.transfer_us + t.fill_us;

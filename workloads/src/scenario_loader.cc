@@ -226,7 +226,47 @@ Published parse_published(const Json& j, const std::string& file) {
   return pub;
 }
 
-SimulatorSpec parse_simulator(const Json& j, const std::string& file) {
+/// simulator.speedup (scenario.h, Speedups): lever name to factor. Stream
+/// names are checked against the lowered programs (app/step.cc).
+Speedups parse_speedups(const Json& j, const std::string& file, std::array<double, kLinkKinds>& link) {
+  const std::string ptr = "/simulator/speedup";
+  if (!j.is_object())
+    throw InputError(file, ptr, "expected an object of levers to factors, got " + detail::describe(j));
+  ObjectReader r(j, file, ptr);
+  Speedups sp;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const double k = r.positive_number(key);
+    if (k > 1e6) r.fail(key, "expected a factor in (0, 1e6], got " + detail::describe(it.value()));
+    sp.levers.emplace_back(key, k);
+    bool known = false;
+    for (int c = 0; c < kComputeKinds; ++c) {
+      if (key == "compute" || key == to_string(static_cast<ComputeKind>(c))) {
+        sp.compute[static_cast<size_t>(c)] *= k;
+        known = true;
+      }
+    }
+    for (int l = 0; l < kLinkKinds; ++l) {
+      if (key == "net" || key == "net:" + std::string(to_string(static_cast<LinkKind>(l)))) {
+        link[static_cast<size_t>(l)] *= k;
+        known = true;
+      }
+    }
+    if (key.rfind("stream:", 0) == 0 && key.size() > 7) {
+      sp.stream.emplace_back(key.substr(7), k);
+      known = true;
+    }
+    if (!known) {
+      r.fail(key,
+             "expected a lever: a compute kind (matmul, attention, elementwise, norm, softmax, embedding, loss, "
+             "optimizer), compute, stream:NAME, net or net:KIND (ici, nvlink, nic, switch)");
+    }
+  }
+  r.done();
+  return sp;
+}
+
+SimulatorSpec parse_simulator(const Json& j, const std::string& file, std::array<double, kLinkKinds>& link_speedup) {
   if (!j.is_object()) throw InputError(file, "/simulator", "expected an object, got " + detail::describe(j));
   ObjectReader r(j, file, "/simulator");
   SimulatorSpec s;
@@ -235,6 +275,7 @@ SimulatorSpec parse_simulator(const Json& j, const std::string& file) {
   s.simgrid_model = r.choice("simgrid_network_model", {"CM02", "LV08"}, "CM02") == "LV08"
                         ? SimulatorSpec::SimgridModel::kLv08
                         : SimulatorSpec::SimgridModel::kCm02;
+  if (r.has("speedup")) s.speedup = parse_speedups(r.raw("speedup"), file, link_speedup);
   r.done();
   return s;
 }
@@ -281,7 +322,8 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   }
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
-  if (r.has("simulator")) sc.simulator = parse_simulator(r.raw("simulator"), name);
+  if (r.has("simulator")) sc.simulator = parse_simulator(r.raw("simulator"), name, sc.cluster.link_speedup);
+  sc.cluster.collective.nccl.bandwidth_speedup = sc.cluster.link_speedup[static_cast<size_t>(LinkKind::kNvlink)];
   if (serving) sc.serving = parse_serving(r.raw("serving"), name, sc);
   r.done();
   // Stamp: FNV-1a 64 of the scenario as simulated (overrides applied, keys
@@ -341,8 +383,10 @@ ClusterSpec parse_cluster_text(const std::string& text, const std::string& name,
 }
 
 std::unique_ptr<Topology> build_topology(const ClusterSpec& c) {
-  if (c.fabric == FabricKind::kTorus) return make_torus(c.torus);
-  return make_fat_tree(c.fat_tree, c.devices);
+  std::unique_ptr<Topology> t =
+      c.fabric == FabricKind::kTorus ? make_torus(c.torus) : make_fat_tree(c.fat_tree, c.devices);
+  t->speed_up_links(c.link_speedup);
+  return t;
 }
 
 Mesh build_mesh(const Plan& p) {

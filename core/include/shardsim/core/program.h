@@ -20,6 +20,7 @@ namespace shardsim {
 
 enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
 enum class ComputeKind : uint8_t { kMatmul, kAttention, kElementwise, kNorm, kSoftmax, kEmbedding, kLoss, kOptimizer };
+inline constexpr int kComputeKinds = 8;
 enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kBroadcast };
 enum class DType : uint8_t { kBf16, kFp16, kFp32, kFp8, kInt8 };
 /// The fused attention kernel an attention op runs (each chip preset gives

@@ -2,6 +2,7 @@
 // over a Topology and returns when the step ends.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -41,6 +42,11 @@ struct EngineOptions {
   /// calibrated times, and a collective or transfer with a fit for its kind
   /// takes latency + bytes / bandwidth instead of running flows.
   const CalibrationProfile* calibration = nullptr;
+  /// What-if (workloads' Speedups): compute ops of a kind take time / k
+  /// (indexed by ComputeKind); the collectives and transfers of a named
+  /// stream take time / k, their flows' bytes and their latencies alike.
+  std::array<double, kComputeKinds> compute_speedup{1, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<std::pair<std::string, double>> stream_speedup;
 };
 
 struct EngineResult {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardsim/core/units.h"
@@ -20,6 +21,9 @@ using LinkId = uint32_t;
 using DeviceId = uint32_t;
 
 enum class LinkKind : uint8_t { kIci, kNvlink, kNic, kSwitch };
+inline constexpr int kLinkKinds = 4;
+/// "ici", "nvlink", "nic", "switch".
+std::string_view to_string(LinkKind k);
 
 struct LinkSpec {
   BytesPerSec bandwidth{0};  ///< usable one-way bandwidth (line rate · efficiency)
@@ -75,6 +79,9 @@ struct NcclSpec {
   double ll_efficiency = 0.68;     ///< achieved / NCCL-modelled bandwidth of LL
   double ll128_efficiency = 0.72;  ///< the same for LL128 (Simple is 1)
   double fill_chunks = 2.25;       ///< pipeline fill, in chunks of one channel
+  /// What-if only (simulator.speedup "net:nvlink"): NCCL's modelled
+  /// bandwidth times this; its latencies and algorithm choice unchanged.
+  double bandwidth_speedup = 1.0;
 };
 
 /// The custom all-reduce serving engines run inside an NVLink node instead
@@ -124,6 +131,11 @@ class Topology {
   virtual std::vector<int64_t> dims() const { return {}; }
   virtual std::vector<bool> wraparound() const { return {}; }
   virtual int64_t coord(DeviceId, int /*axis*/) const { return 0; }
+  /// What-if (simulator.speedup "net:KIND"): every link of a kind carries
+  /// factor[kind] times its bandwidth; latencies unchanged. For the
+  /// scenario loader, right after construction.
+  void speed_up_links(const std::array<double, kLinkKinds>& factor);
+
   /// GPU clusters: NVSwitch node of a device; tori: 0.
   virtual int64_t node_of(DeviceId) const { return 0; }
   virtual int64_t gpus_per_node() const { return 1; }

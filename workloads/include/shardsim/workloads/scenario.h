@@ -1,6 +1,7 @@
 // A scenario: model + cluster + plan, loaded from the user's JSON file.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,9 @@ struct ClusterSpec {
   CollectiveCosts collective;  ///< base latency and pipeline chunk of collectives
   /// Measured kernel and collective figures (cluster.calibration), or null.
   std::shared_ptr<const CalibrationProfile> calibration;
+  /// What-if (simulator.speedup "net:KIND"): link bandwidth by LinkKind
+  /// times this, applied by build_topology; 1 in a scenario as measured.
+  std::array<double, kLinkKinds> link_speedup{1.0, 1.0, 1.0, 1.0};
 };
 
 /// Published measurements a scenario reproduces (its optional "published"
@@ -44,6 +48,23 @@ struct Published {
   std::string source_id;  ///< the source's short id, for grouping
 };
 
+/// What-if speed-ups (the "simulator" object's "speedup", and `shardsim
+/// whatif`): a part of the step k times faster, everything else as it was.
+/// Keys of the JSON object and what k does:
+///   a compute kind ("matmul", "attention", ...), or "compute" for every
+///     kind: its ops take time / k;
+///   "stream:NAME": the collectives and transfers of that communication
+///     stream ("stream:tp comm") take time / k, bytes and latency alike;
+///   "net:KIND" (ici, nvlink, nic, switch), or "net" for every kind: links
+///     of that kind carry k times their bandwidth (latencies unchanged).
+/// k may be below 1 (a slow-down). Several keys multiply where they meet.
+struct Speedups {
+  std::array<double, kComputeKinds> compute{1, 1, 1, 1, 1, 1, 1, 1};  ///< by ComputeKind
+  std::vector<std::pair<std::string, double>> stream;                 ///< by stream name
+  std::vector<std::pair<std::string, double>> levers;                 ///< as written, sorted by key
+  bool any() const { return !levers.empty(); }
+};
+
 /// How a scenario is simulated (its optional "simulator" object).
 struct SimulatorSpec {
   enum class Backend : uint8_t { kNative, kSimgrid };
@@ -55,6 +76,7 @@ struct SimulatorSpec {
   enum class SimgridModel : uint8_t { kCm02, kLv08 };
   Backend backend = Backend::kNative;
   SimgridModel simgrid_model = SimgridModel::kCm02;
+  Speedups speedup;
 };
 
 /// A distribution of token counts: fixed, uniform on [min, max], or
