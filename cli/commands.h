@@ -18,6 +18,7 @@ int cmd_search(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_serve(const std::vector<std::string>& args);
 int cmd_whatif(const std::vector<std::string>& args);
+int cmd_topology(const std::vector<std::string>& args);
 extern const char* const kUsage;
 
 }  // namespace shardsim::cli

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     if (cmd == "report") return cli::cmd_report(args);
     if (cmd == "serve") return cli::cmd_serve(args);
     if (cmd == "whatif") return cli::cmd_whatif(args);
+    if (cmd == "topology") return cli::cmd_topology(args);
     throw cli::UsageError("unknown command \"" + cmd + "\" (try shardsim --help)");
   } catch (const cli::AlreadyReported& e) {
     return e.status;

@@ -55,6 +55,17 @@ Usage:
       --factor K           the speed-up of every lever (default 2)
       --jobs J             simulations at once (default: all cores)
 
+  shardsim topology FILE|SCENARIO|CLUSTER [--check] [--graphml OUT] [--dot OUT]
+                    [--set PATH=VALUE]...
+      Check a fabric graph file (GraphML or DOT: devices ranked 0..n-1, links
+      with bw_GBps per direction, every device reachable), or build the graph
+      of a scenario's or cluster's fabric (fat tree, torus, graph), and print
+      its devices, switches, links by kind and rate, NVLink domains and the
+      longest route from device 0. --graphml / --dot write it (- for stdout).
+      Graph fabrics: cluster.fabric {"kind": "graph", "file": F} or
+      {"kind": "graph", "generate": fat_tree|nvl72|multi_plane|rail_only|
+      dragonfly} (docs/topology.md).
+
   shardsim collective SCENARIO|CLUSTER --op OP (--bytes SIZE | --sweep MIN:MAX
                       [--factor F]) [--group G] [--concurrent]
                       [--set PATH=VALUE]... [--json]

@@ -32,9 +32,10 @@ class IterationTimer {
     replica_ = s;
     replica_.plan.dp = s.plan.ep;
     replica_.cluster.devices = s.plan.tp * s.plan.pp * s.plan.ep;
-    if (replica_.cluster.fabric == FabricKind::kTorus && replica_.cluster.devices != s.cluster.devices) {
-      // A torus replica keeps the slice's shape only when the slice is one
-      // replica; otherwise time it on the whole slice with dp replicas.
+    if (replica_.cluster.fabric != FabricKind::kNvswitchFatTree && replica_.cluster.devices != s.cluster.devices) {
+      // A torus (or a graph fabric) replica keeps the slice's shape only when
+      // the slice is one replica; otherwise time it on the whole slice with
+      // dp replicas.
       replica_ = s;
     }
     topo_ = build_topology(replica_.cluster);

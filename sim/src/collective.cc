@@ -24,6 +24,12 @@ namespace {
 
 using Ring = std::vector<DeviceId>;
 
+/// GPU fabrics: devices grouped in NVLink nodes (a graph fabric's NVLink
+/// domains), joined by a network. Tori have coordinates instead.
+bool has_nodes(const Topology& topo) {
+  return topo.kind() == FabricKind::kNvswitchFatTree || topo.kind() == FabricKind::kGraph;
+}
+
 /// The slowest route latency and the narrowest link along a ring's edges.
 struct RingStep {
   SimTime alpha;
@@ -90,7 +96,7 @@ CollectivePhase ring_phase(const std::vector<Ring>& rings, double data, bool bid
     // that pass through it: k network rings of a hierarchical plan each get
     // chunk / k.
     CollectiveCosts shared = costs;
-    if (topo.kind() == FabricKind::kNvswitchFatTree) {
+    if (has_nodes(topo)) {
       const int64_t node = topo.node_of(rings.front().front());
       int64_t through = 0;
       for (const Ring& ring : rings) {
@@ -118,7 +124,7 @@ struct Level {
 /// Splits members into levels, innermost first, with a name for the plan.
 std::vector<Level> levels_for(std::span<const DeviceId> members, const Topology& topo, std::string& name) {
   std::vector<Level> levels;
-  if (topo.kind() == FabricKind::kNvswitchFatTree) {
+  if (has_nodes(topo)) {
     std::map<int64_t, Ring> by_node;
     for (DeviceId d : members) by_node[topo.node_of(d)].push_back(d);
     const size_t k = by_node.begin()->second.size();
@@ -284,12 +290,12 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
     plan.algorithm = "none (group of one)";
     return plan;
   }
-  if (kind == CollectiveKind::kAllReduce && size.value() <= costs.custom_all_reduce.max_bytes &&
-      topo.kind() == FabricKind::kNvswitchFatTree && within_one_node(members, topo)) {
+  if (kind == CollectiveKind::kAllReduce && size.value() <= costs.custom_all_reduce.max_bytes && has_nodes(topo) &&
+      within_one_node(members, topo)) {
     return custom_all_reduce_plan(size, members, costs.custom_all_reduce);
   }
-  if (costs.nccl.compute_capability > 0 && costs.nccl.nvlink_links > 0 && topo.kind() == FabricKind::kNvswitchFatTree &&
-      nccl_models(kind) && within_one_node(members, topo)) {
+  if (costs.nccl.compute_capability > 0 && costs.nccl.nvlink_links > 0 && has_nodes(topo) && nccl_models(kind) &&
+      within_one_node(members, topo)) {
     return nccl_plan(kind, size, members, topo, costs.nccl);
   }
   if (kind == CollectiveKind::kAllToAll) {
@@ -382,7 +388,7 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
     // latency = baseLat + (nsteps - nInterSteps)·intraLat + nInterSteps·interLat).
     // The pipeline fill is paid per step at the narrowest link, as before.
     // All-reduce keeps the level latencies, like NCCL's tree.
-    if (topo.kind() == FabricKind::kNvswitchFatTree && nl > 1 && kind != CollectiveKind::kAllReduce) {
+    if (has_nodes(topo) && nl > 1 && kind != CollectiveKind::kAllReduce) {
       const RingStep intra = ring_step(levels.front().rings, levels.front().bidirectional, topo);
       RingStep inter;
       for (size_t i = 1; i < nl; ++i) {

@@ -6,6 +6,7 @@
 
 #include "loader_parts.h"
 #include "shardsim/core/error.h"
+#include "shardsim/topology/fabric_graph.h"
 #include "shardsim/workloads/framework.h"
 
 namespace shardsim::detail {
@@ -204,6 +205,77 @@ TorusSpec parse_torus(ObjectReader& r, const ChipSpec& chip, int64_t devices, Cl
   return t;
 }
 
+/// A fabric graph (fabric_graph.h) from a file or a generator. The fat
+/// tree's keys apply too: its efficiencies and latencies, the collectives'
+/// costs, and the geometry of the generators built from it. The FatTreeSpec
+/// returned describes the graph for the plan search's estimates: NVLink
+/// domain size, device 0's NVLink and NIC rates.
+FatTreeSpec parse_graph_fabric(ObjectReader& r, const Json& j, const ChipSpec& chip, int64_t devices, ClusterSpec& c) {
+  // Generator defaults the fat tree's keys do not have.
+  Json with = j;
+  const Json* named = j.contains("generate") ? &j["generate"] : nullptr;
+  if (named != nullptr && *named == "nvl72" && !with.contains("gpus_per_node")) with["gpus_per_node"] = 72;
+  if (named != nullptr && *named == "dragonfly" && !with.contains("gpus_per_node")) with["gpus_per_node"] = 1;
+  ObjectReader fr(with, r.file(), r.ptr());
+  fr.string("kind");
+  const bool has_file = fr.has("file");
+  const bool has_gen = fr.has("generate");
+  if (has_file == has_gen) {
+    fr.fail(has_file ? "generate" : "file",
+            "expected one graph: file (GraphML or DOT) or generate (fat_tree, nvl72, multi_plane, rail_only or "
+            "dragonfly)");
+  }
+  const std::string gen =
+      has_gen ? fr.choice("generate", {"fat_tree", "nvl72", "multi_plane", "rail_only", "dragonfly"}, "") : "";
+  FatTreeSpec f = parse_fat_tree(fr, chip, devices, c);
+  const double ici = fr.number_in("ici_efficiency", 0.01, 1, 1.0);
+  fr.choice("ecmp", {"hash"}, "hash");
+  auto graph = std::make_shared<FabricGraph>();
+  const double nvl_ns = f.nvlink_latency.seconds() * 1e9;
+  const double nic_ns = f.nic_latency.seconds() * 1e9;
+  const double sw_ns = f.switch_latency.seconds() * 1e9;
+  const double nvl = f.nvlink_bandwidth.value() / 1e9;
+  const double nic = f.nic_bandwidth.value() / 1e9;
+  const int64_t servers = devices / f.gpus_per_node;
+  std::string where = r.file();
+  if (has_file) {
+    where = sibling_path(r.file(), fr.string("file"));
+    *graph = read_fabric_graph(where);
+  } else if (gen == "fat_tree" || gen == "nvl72") {
+    *graph = fat_tree_graph(f, devices);
+  } else if (gen == "multi_plane" || gen == "rail_only") {
+    const int64_t per_leaf = gen == "rail_only" ? servers : f.nics_per_leaf;
+    *graph = multi_plane_graph(servers, f.gpus_per_node, nvl, nic, per_leaf, nvl_ns, nic_ns, sw_ns);
+  } else {
+    const int64_t groups = fr.positive_int("groups");
+    const int64_t routers = fr.positive_int("routers_per_group");
+    if (devices % (groups * routers) != 0) {
+      fr.fail("routers_per_group", "devices (" + std::to_string(devices) + ") is not a multiple of groups x routers");
+    }
+    const int64_t per_router = devices / (groups * routers);
+    const double local = fr.number_in("local_GBps", 0, 1e6, nic * static_cast<double>(per_router));
+    const double global = fr.number_in("global_GBps", 0, 1e6, local);
+    *graph = dragonfly_graph(groups, routers, per_router, nic, local, global, nic_ns, sw_ns);
+  }
+  fr.done();
+  for (auto it = j.begin(); it != j.end(); ++it) r.has(it.key());  // checked by fr.done()
+  check_fabric_graph(*graph, where, devices);
+  c.graph.graph = graph;
+  c.graph.efficiency[static_cast<size_t>(LinkKind::kIci)] = ici;
+  c.graph.efficiency[static_cast<size_t>(LinkKind::kNvlink)] = f.nvlink_efficiency;
+  c.graph.efficiency[static_cast<size_t>(LinkKind::kNic)] = f.nic_efficiency;
+  c.graph.efficiency[static_cast<size_t>(LinkKind::kSwitch)] = f.nic_efficiency;
+  // For the plan search's estimates: the graph's NVLink domains and device
+  // 0's NVLink and NIC line rates.
+  f.gpus_per_node = make_graph_fabric(c.graph)->gpus_per_node();
+  for (const FabricGraph::Link& l : graph->links) {
+    if (!graph->nodes[l.from].device || graph->nodes[l.from].rank != 0) continue;
+    if (l.kind == LinkKind::kNvlink) f.nvlink_bandwidth = gbyte_per_s(l.bandwidth_GBps);
+    if (l.kind == LinkKind::kNic) f.nic_bandwidth = gbyte_per_s(l.bandwidth_GBps);
+  }
+  return f;
+}
+
 }  // namespace
 
 ClusterSpec parse_cluster(const Json& j, const std::string& file) {
@@ -223,8 +295,11 @@ ClusterSpec parse_cluster(const Json& j, const std::string& file) {
     c.calibration = load_calibration(path);
   }
   ObjectReader f(r.raw("fabric"), file, "/cluster/fabric");
-  const std::string kind = f.choice("kind", {"torus", "nvswitch_fat_tree", "shared_memory"}, "");
-  if (kind == "torus") {
+  const std::string kind = f.choice("kind", {"torus", "nvswitch_fat_tree", "shared_memory", "graph"}, "");
+  if (kind == "graph") {
+    c.fabric = FabricKind::kGraph;
+    c.fat_tree = parse_graph_fabric(f, r.raw("fabric"), c.chip, c.devices, c);
+  } else if (kind == "torus") {
     c.fabric = FabricKind::kTorus;
     c.torus = parse_torus(f, c.chip, c.devices, c);
   } else if (kind == "shared_memory") {

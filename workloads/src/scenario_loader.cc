@@ -383,8 +383,9 @@ ClusterSpec parse_cluster_text(const std::string& text, const std::string& name,
 }
 
 std::unique_ptr<Topology> build_topology(const ClusterSpec& c) {
-  std::unique_ptr<Topology> t =
-      c.fabric == FabricKind::kTorus ? make_torus(c.torus) : make_fat_tree(c.fat_tree, c.devices);
+  std::unique_ptr<Topology> t = c.fabric == FabricKind::kTorus   ? make_torus(c.torus)
+                                : c.fabric == FabricKind::kGraph ? make_graph_fabric(c.graph)
+                                                                 : make_fat_tree(c.fat_tree, c.devices);
   t->speed_up_links(c.link_speedup);
   return t;
 }

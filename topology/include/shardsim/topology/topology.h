@@ -31,7 +31,9 @@ struct LinkSpec {
   LinkKind kind = LinkKind::kIci;
 };
 
-enum class FabricKind : uint8_t { kTorus, kNvswitchFatTree };
+/// kGraph: read from a graph file or built by a generator (fabric_graph.h);
+/// its NVLink domains play the fat tree's nodes.
+enum class FabricKind : uint8_t { kTorus, kNvswitchFatTree, kGraph };
 
 /// A torus or mesh of chips. Axis sizes multiply to the device count.
 struct TorusSpec {

@@ -9,6 +9,7 @@
 
 #include "shardsim/topology/calibration.h"
 #include "shardsim/topology/chip.h"
+#include "shardsim/topology/fabric_graph.h"
 #include "shardsim/topology/mesh.h"
 #include "shardsim/topology/topology.h"
 #include "shardsim/workloads/model.h"
@@ -21,7 +22,8 @@ struct ClusterSpec {
   int64_t devices = 0;
   FabricKind fabric = FabricKind::kNvswitchFatTree;
   TorusSpec torus;
-  FatTreeSpec fat_tree;
+  FatTreeSpec fat_tree;        ///< kGraph: the fat tree's keys, and the graph's NVLink domain size and device 0's rates
+  GraphFabricSpec graph;       ///< kGraph only
   CollectiveCosts collective;  ///< base latency and pipeline chunk of collectives
   /// Measured kernel and collective figures (cluster.calibration), or null.
   std::shared_ptr<const CalibrationProfile> calibration;

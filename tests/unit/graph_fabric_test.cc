@@ -1,0 +1,239 @@
+// Graph fabrics (topology/fabric_graph.h): the built-in fat tree written as
+// GraphML and read back routes and simulates as the fat tree does (the
+// oracle is the closed-form fabric); generated fabrics route by shortest
+// paths; bad graph files are input errors that name what is wrong.
+#include "shardsim/topology/fabric_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "shardsim/app/fabric.h"
+#include "shardsim/app/step.h"
+#include "shardsim/core/error.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+std::string source(const std::string& rel) {
+  return std::string(SHARDSIM_SOURCE_DIR) + "/" + rel;
+}
+
+/// The link's rate and latency along a route, for comparing fabrics whose
+/// link ids differ.
+std::vector<std::pair<double, int64_t>> profile(const Topology& t, DeviceId a, DeviceId b) {
+  std::vector<LinkId> r;
+  t.route(a, b, r);
+  std::vector<std::pair<double, int64_t>> out;
+  for (LinkId l : r) out.emplace_back(t.link(l).bandwidth.value(), t.link(l).latency.ps());
+  return out;
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Every pair of devices: the same number of hops over links of the same
+// rates and latencies, for two- and three-tier, rail and plain fat trees.
+TEST(GraphFabric, FatTreeAsAGraphRoutesAsTheFatTree) {
+  for (const bool rail : {true, false}) {
+    for (const int tiers : {2, 3}) {
+      SCOPED_TRACE(std::to_string(tiers) + (rail ? " tiers, rail" : " tiers"));
+      FatTreeSpec f = testing::fat_tree_450_50();
+      f.rail_optimized = rail;
+      f.tiers = tiers;
+      f.leaves_per_pod = 2;
+      f.oversubscription = 2;
+      f.nvlink_latency = microseconds(0.95);
+      f.nic_latency = microseconds(2);
+      f.switch_latency = microseconds(0.5);
+      const int64_t devices = 128;
+      const auto built_in = make_fat_tree(f, devices);
+      GraphFabricSpec g;
+      // Through GraphML text and back, as a user's file would come.
+      g.graph = std::make_shared<FabricGraph>(parse_fabric_graph(fabric_graphml(fat_tree_graph(f, devices)), "ft"));
+      check_fabric_graph(*g.graph, "ft", devices);
+      const auto graph = make_graph_fabric(g);
+      EXPECT_EQ(graph->gpus_per_node(), 8);
+      for (DeviceId a = 0; a < devices; ++a) {
+        EXPECT_EQ(graph->node_of(a), built_in->node_of(a));
+        for (DeviceId b = 0; b < devices; ++b)
+          ASSERT_EQ(profile(*graph, a, b), profile(*built_in, a, b)) << a << "->" << b;
+      }
+    }
+  }
+}
+
+// The bar of the issue: GraphML fat trees reproduce the built-in fat tree's
+// step times on the examples (training with FSDP, MoE with expert
+// parallelism, a tensor-parallel decode step), to the printed digit.
+TEST(GraphFabric, GraphmlFatTreeReproducesTheExamplesStepTimes) {
+  SimulateOptions opt;
+  opt.timing = false;
+  opt.critical_path = CriticalPathMode::kOff;
+  for (const char* example : {"examples/llama3-8b-h100x64.json", "examples/mixtral-8x7b-h100x64.json",
+                              "examples/llama3-70b-h100x8-decode.json"}) {
+    SCOPED_TRACE(example);
+    const Scenario s = load_scenario(source(example));
+    const std::string file = temp_file("fabric.graphml", fabric_graphml(cluster_graph(s.cluster)));
+    const Scenario g =
+        load_scenario(source(example), {{"cluster.fabric.kind", "graph"}, {"cluster.fabric.file", file}});
+    ASSERT_EQ(g.cluster.fabric, FabricKind::kGraph);
+    const double want = simulate_step(s, opt).report.step_time_s;
+    const double got = simulate_step(g, opt).report.step_time_s;
+    EXPECT_NEAR(got, want, 1e-9 * want);
+    char a[32], b[32];
+    std::snprintf(a, sizeof a, "%.4f", want);
+    std::snprintf(b, sizeof b, "%.4f", got);
+    EXPECT_STREQ(a, b);
+  }
+  // The committed example on its committed GraphML file.
+  const double file =
+      simulate_step(load_scenario(source("examples/llama3-8b-h100x64-graphml.json")), opt).report.step_time_s;
+  const double built = simulate_step(load_scenario(source("examples/llama3-8b-h100x64.json")), opt).report.step_time_s;
+  EXPECT_NEAR(file, built, 1e-9 * built);
+}
+
+/// A link's cost as routes count it: 1 for NVLink, 2 for the rest.
+int64_t link_cost(LinkKind k) {
+  return k == LinkKind::kNvlink ? 1 : 2;
+}
+
+/// The cost of the cheapest path from a to b through switches and transit
+/// devices, by relaxing every link until nothing changes (Bellman-Ford).
+int64_t cheapest(const FabricGraph& g, DeviceId a, DeviceId b) {
+  std::vector<uint32_t> node_of(static_cast<size_t>(g.devices()));
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    if (g.nodes[v].device) node_of[static_cast<size_t>(g.nodes[v].rank)] = static_cast<uint32_t>(v);
+  }
+  constexpr int64_t kInf = 1 << 30;
+  std::vector<int64_t> dist(g.nodes.size(), kInf);
+  dist[node_of[a]] = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& l : g.links) {
+      const bool forwards = l.from == node_of[a] || !g.nodes[l.from].device || g.nodes[l.from].transit;
+      if (!forwards || dist[l.from] == kInf || dist[l.from] + link_cost(l.kind) >= dist[l.to]) continue;
+      dist[l.to] = dist[l.from] + link_cost(l.kind);
+      changed = true;
+    }
+  }
+  return dist[node_of[b]];
+}
+
+TEST(GraphFabric, GeneratedFabricsRouteByShortestPaths) {
+  const FabricGraph planes = multi_plane_graph(6, 4, 450, 50, 2, 950, 2000, 500);
+  const FabricGraph dragonfly = dragonfly_graph(5, 3, 2, 50, 100, 50, 2000, 500);
+  for (const FabricGraph* g : {&planes, &dragonfly}) {
+    check_fabric_graph(*g, "generated");
+    GraphFabricSpec spec;
+    spec.graph = std::make_shared<FabricGraph>(*g);
+    const auto t = make_graph_fabric(spec);
+    for (DeviceId a = 0; a < t->num_devices(); ++a) {
+      for (DeviceId b = 0; b < t->num_devices(); ++b) {
+        std::vector<LinkId> r;
+        t->route(a, b, r);
+        int64_t c = 0;
+        for (LinkId l : r) c += link_cost(t->link(l).kind);
+        ASSERT_EQ(c, a == b ? 0 : cheapest(*g, a, b)) << a << "->" << b;
+        std::vector<LinkId> again;
+        t->route(a, b, again);
+        EXPECT_EQ(r, again);  // deterministic
+      }
+    }
+  }
+  // Across planes the route forwards over NVLink inside a server: GPU 0
+  // (server 0, plane 0) to GPU 5 (server 1, plane 1) is 4 hops, two of
+  // them NVLink.
+  GraphFabricSpec spec;
+  spec.graph = std::make_shared<FabricGraph>(planes);
+  const auto t = make_graph_fabric(spec);
+  std::vector<LinkId> r;
+  t->route(0, 5, r);
+  ASSERT_EQ(r.size(), 4u);
+  int nvlink = 0;
+  for (LinkId l : r) nvlink += t->link(l).kind == LinkKind::kNvlink;
+  EXPECT_EQ(nvlink, 2);
+}
+
+TEST(GraphFabric, Nvl72PresetIsOneNvlinkDomainPerRack) {
+  const ClusterSpec c = load_cluster("b200-nvl72-576");
+  ASSERT_EQ(c.fabric, FabricKind::kGraph);
+  const auto t = build_topology(c);
+  EXPECT_EQ(t->gpus_per_node(), 72);
+  EXPECT_EQ(t->node_of(71), 0);
+  EXPECT_EQ(t->node_of(72), 1);
+  EXPECT_EQ(c.fat_tree.gpus_per_node, 72);  // what the plan search sees
+  std::vector<LinkId> r;
+  t->route(0, 71, r);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(t->link(r[0]).kind, LinkKind::kNvlink);
+}
+
+void expect_error(const std::string& text, const std::string& where, int64_t devices = 0) {
+  try {
+    check_fabric_graph(parse_fabric_graph(text, "bad.dot"), "bad.dot", devices);
+    ADD_FAILURE() << "accepted " << text;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+  }
+}
+
+TEST(GraphFabric, BadGraphsAreInputErrorsNamingTheNodeOrEdge) {
+  const std::string ok = R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; s [kind=switch];
+    a -- s [bw_GBps=50 link=nic]; b -- s [bw_GBps=50 link=nic]; })";
+  check_fabric_graph(parse_fabric_graph(ok, "ok.dot"), "ok.dot", 2);
+  expect_error(ok, "the graph has 2 devices, the cluster 4", 4);
+  expect_error(R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=0]; s [kind=switch];
+    a -- s [bw_GBps=50]; b -- s [bw_GBps=50]; })",
+               "/nodes/b/rank: rank 0 is also a");
+  expect_error(R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; s [kind=switch];
+    a -- s [bw_GBps=50]; b -- s; })",
+               "/edges/1/bw_GBps: missing");
+  expect_error(R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; s [kind=switch];
+    a -- s [bw_GBps=50]; b -- s [bw_GBps=-1]; })",
+               "/edges/1/bw_GBps: expected a positive number");
+  expect_error(R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; s [kind=switch];
+    a -- s [bw_GBps=50 link=infiniband]; b -- s [bw_GBps=50]; })",
+               "/edges/0/link: expected nvlink");
+  expect_error(R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; s [kind=switch]; t [kind=switch];
+    a -- s [bw_GBps=50]; b -- t [bw_GBps=50]; })",
+               "device 1 cannot be reached from device 0");
+  // A path through a device that does not forward is no path.
+  expect_error(R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; c [kind=gpu rank=2];
+    a -- b [bw_GBps=50]; b -- c [bw_GBps=50]; })",
+               "device 2 cannot be reached");
+  expect_error(R"(graph f { a [kind=gpu]; })", "/nodes/a/rank: expected the device's rank");
+  expect_error(R"(graph f { a [rank=0]; })", "/nodes/a/kind: missing");
+  expect_error("graph f { a -- }", "not a readable DOT graph");
+  expect_error("<graphml><graph edgedefault=\"undirected\"><node></graph>", "not a readable GraphML graph");
+  expect_error("", "empty");
+  expect_error("hello", "expected a GraphML or DOT graph");
+}
+
+TEST(GraphFabric, ScenarioFabricErrorsNameTheField) {
+  const std::string base = R"({"model": "llama3-8b", "cluster": {"chip": "h100-sxm", "devices": 16, "fabric": )";
+  const std::string plan = R"(}, "plan": {"dp": 16, "global_batch": 16, "seq_len": 2048}})";
+  for (const auto& [fabric, where] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"kind": "graph"})", "/cluster/fabric/file: expected one graph"},
+           {R"({"kind": "graph", "generate": "torus"})", "/cluster/fabric/generate"},
+           {R"({"kind": "graph", "generate": "fat_tree", "file": "x.dot"})", "/cluster/fabric/generate: expected one"},
+           {R"({"kind": "graph", "file": "missing.graphml"})", "cannot read the graph file"},
+           {R"({"kind": "graph", "generate": "dragonfly", "groups": 3})", "/cluster/fabric/routers_per_group"},
+           {R"({"kind": "graph", "generate": "fat_tree", "ecmp": "split"})", "/cluster/fabric/ecmp"},
+           {R"({"kind": "graph", "generate": "fat_tree", "gpus_per_nod": 8})", "/cluster/fabric/gpus_per_nod"}}) {
+    try {
+      testing::scenario(base + fabric + plan);
+      ADD_FAILURE() << "accepted " << fabric;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shardsim

@@ -1,0 +1,237 @@
+// A fabric read from a graph (fabric_graph.h): checking it, and routing on it.
+//
+// Routes are shortest paths, each link costing 1 if it is an NVLink and 2
+// otherwise: hop counts, except that where a path over NVLink and one over
+// the network are equally short, traffic stays on NVLink (as NCCL's P2P
+// transport keeps it inside an NVLink domain). A path may pass through
+// switches and transit devices only. The cost from any node u to a device d is
+//   dist(u, d) = min over links a -> d of (w(a, d) if a == u, else D_a(u) + w(a, d)),
+// a transit, where D_a is a shortest-path search from a over the reversed
+// links (switches and transit devices expanded): one table per node that a
+// destination hangs off, computed on first use and kept, 2 bytes per node.
+// A route walks from the source; at each node the equal-cost next hops are
+// the neighbours v with w(u, v) + dist(v, d) = dist(u, d) (Ecmp::kHash
+// picks one by a hash of source, destination and node).
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <unordered_map>
+
+#include "shardsim/core/error.h"
+#include "shardsim/topology/fabric_graph.h"
+
+namespace shardsim {
+namespace {
+
+constexpr uint16_t kFar = std::numeric_limits<uint16_t>::max();
+
+/// A link's routing cost (see the top of the file).
+uint32_t cost(LinkKind k) {
+  return k == LinkKind::kNvlink ? 1 : 2;
+}
+
+class GraphFabric final : public Topology {
+ public:
+  explicit GraphFabric(const GraphFabricSpec& spec) : graph_(spec.graph) {
+    const FabricGraph& g = *graph_;
+    const size_t n = g.nodes.size();
+    out_.resize(n);
+    in_.resize(n);
+    transit_.resize(n);
+    for (size_t v = 0; v < n; ++v) transit_[v] = !g.nodes[v].device || g.nodes[v].transit;
+    devices_ = g.devices();
+    node_of_rank_.assign(static_cast<size_t>(devices_), 0);
+    for (size_t v = 0; v < n; ++v) {
+      if (g.nodes[v].device) node_of_rank_[static_cast<size_t>(g.nodes[v].rank)] = static_cast<uint32_t>(v);
+    }
+    links_.reserve(g.links.size());
+    for (size_t i = 0; i < g.links.size(); ++i) {
+      const FabricGraph::Link& l = g.links[i];
+      const double eff = spec.efficiency[static_cast<size_t>(l.kind)];
+      links_.push_back({gbyte_per_s(l.bandwidth_GBps) * eff, microseconds(l.latency_ns / 1000), l.kind});
+      out_[l.from].push_back({static_cast<LinkId>(i), l.to});
+      in_[l.to].push_back({static_cast<LinkId>(i), l.from});
+    }
+    // NVLink domains: connected components of the nvlink links, numbered
+    // in the order of their lowest rank.
+    std::vector<uint32_t> parent(n);
+    std::iota(parent.begin(), parent.end(), 0u);
+    auto find = [&](uint32_t x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    for (const auto& l : g.links) {
+      if (l.kind == LinkKind::kNvlink) parent[find(l.from)] = find(l.to);
+    }
+    std::unordered_map<uint32_t, int64_t> number;
+    domain_.resize(static_cast<size_t>(devices_));
+    std::vector<int64_t> size;
+    for (int64_t r = 0; r < devices_; ++r) {
+      const auto [it, fresh] =
+          number.try_emplace(find(node_of_rank_[static_cast<size_t>(r)]), static_cast<int64_t>(number.size()));
+      if (fresh) size.push_back(0);
+      domain_[static_cast<size_t>(r)] = it->second;
+      ++size[static_cast<size_t>(it->second)];
+    }
+    domain_size_ = size.empty() ? 1 : *std::max_element(size.begin(), size.end());
+  }
+
+  FabricKind kind() const override { return FabricKind::kGraph; }
+  int64_t num_devices() const override { return devices_; }
+  int64_t node_of(DeviceId d) const override { return domain_[d]; }
+  int64_t gpus_per_node() const override { return domain_size_; }
+
+  void route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const override {
+    if (src == dst) return;
+    const uint32_t d = node_of_rank_[dst];
+    uint32_t u = node_of_rank_[src];
+    uint32_t left = distance(u, d);
+    SHARDSIM_ASSERT(left != kFar, "a graph fabric routes every device to every other (checked on load)");
+    uint64_t h = (static_cast<uint64_t>(src) << 32 | dst) * 0x9E3779B97F4A7C15ull;
+    std::vector<std::pair<LinkId, uint32_t>> next;
+    while (u != d) {
+      next.clear();
+      for (const auto& [link, v] : out_[u]) {
+        const uint32_t w = cost(links_[link].kind);
+        if (w > left) continue;
+        if (v == d ? w == left : transit_[v] && distance(v, d) == left - w) next.emplace_back(link, v);
+      }
+      SHARDSIM_ASSERT(!next.empty(), "a shortest path continues");
+      h ^= h >> 29;
+      h *= 0xBF58476D1CE4E5B9ull;
+      const auto& [link, v] = next[static_cast<size_t>((h >> 17) % next.size())];
+      out.push_back(link);
+      left -= cost(links_[link].kind);
+      u = v;
+    }
+  }
+
+  std::string link_name(LinkId id) const override {
+    const FabricGraph::Link& l = graph_->links[id];
+    return std::string(to_string(l.kind)) + " " + graph_->nodes[l.from].id + " -> " + graph_->nodes[l.to].id;
+  }
+
+ private:
+  /// Cost from node u to device node d (kFar: unreachable).
+  uint32_t distance(uint32_t u, uint32_t d) const {
+    if (u == d) return 0;
+    uint32_t best = kFar;
+    for (const auto& [link, a] : in_[d]) {
+      const uint32_t w = cost(links_[link].kind);
+      if (a == u) {
+        best = std::min(best, w);
+        continue;
+      }
+      if (!transit_[a]) continue;
+      const uint16_t x = table(a)[u];
+      if (x != kFar) best = std::min<uint32_t>(best, x + w);
+    }
+    return best;
+  }
+  /// D_a: cost from every node to a, through switches and transit devices
+  /// (Dijkstra over the reversed links with Dial's buckets: link costs are
+  /// 1 or 2, so three buckets, indexed by cost mod 3, hold every frontier).
+  const std::vector<uint16_t>& table(uint32_t a) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [it, fresh] = tables_.try_emplace(a);
+    if (!fresh) return it->second;
+    std::vector<uint16_t>& t = it->second;
+    t.assign(out_.size(), kFar);
+    std::array<std::vector<uint32_t>, 3> bucket;
+    t[a] = 0;
+    bucket[0].push_back(a);
+    size_t pending = 1;
+    for (uint32_t c = 0; pending > 0; ++c) {
+      std::vector<uint32_t>& now = bucket[c % 3];
+      for (size_t i = 0; i < now.size(); ++i) {
+        const uint32_t w = now[i];
+        --pending;
+        if (t[w] != c || (w != a && !transit_[w])) continue;
+        for (const auto& [link, u] : in_[w]) {
+          const uint32_t nc = c + cost(links_[link].kind);
+          if (nc >= t[u]) continue;
+          SHARDSIM_ASSERT(nc < kFar, "a route costs less than 65535");
+          t[u] = static_cast<uint16_t>(nc);
+          bucket[nc % 3].push_back(u);
+          ++pending;
+        }
+      }
+      now.clear();
+    }
+    return t;
+  }
+
+  std::shared_ptr<const FabricGraph> graph_;
+  std::vector<std::vector<std::pair<LinkId, uint32_t>>> out_, in_;
+  std::vector<char> transit_;
+  std::vector<uint32_t> node_of_rank_;
+  std::vector<int64_t> domain_;
+  int64_t domain_size_ = 1;
+  int64_t devices_ = 0;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<uint32_t, std::vector<uint16_t>> tables_;
+};
+
+}  // namespace
+
+void check_fabric_graph(const FabricGraph& g, const std::string& name, int64_t devices) {
+  const int64_t n = g.devices();
+  if (n == 0) throw InputError(name, "/nodes", "no devices: expected nodes of kind gpu, tpu, cpu or device");
+  if (devices > 0 && n != devices) {
+    throw InputError(name, "/nodes",
+                     "the graph has " + std::to_string(n) + " devices, the cluster " + std::to_string(devices));
+  }
+  if (g.nodes.size() >= kFar) throw InputError(name, "/nodes", "at most 65534 nodes are supported");
+  std::vector<int64_t> node_of(static_cast<size_t>(n), -1);
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    const auto& node = g.nodes[v];
+    if (!node.device) continue;
+    if (node.rank >= n) {
+      throw InputError(
+          name, "/nodes/" + node.id + "/rank",
+          "expected a rank below the device count " + std::to_string(n) + ", got " + std::to_string(node.rank));
+    }
+    if (node_of[static_cast<size_t>(node.rank)] >= 0) {
+      throw InputError(name, "/nodes/" + node.id + "/rank",
+                       "rank " + std::to_string(node.rank) + " is also " +
+                           g.nodes[static_cast<size_t>(node_of[static_cast<size_t>(node.rank)])].id);
+    }
+    node_of[static_cast<size_t>(node.rank)] = static_cast<int64_t>(v);
+  }
+  // Device 0 reaches every device, and every device reaches device 0.
+  std::vector<std::vector<uint32_t>> fwd(g.nodes.size()), back(g.nodes.size());
+  for (const auto& l : g.links) {
+    fwd[l.from].push_back(l.to);
+    back[l.to].push_back(l.from);
+  }
+  for (const auto* adj : {&fwd, &back}) {
+    std::vector<char> seen(g.nodes.size(), 0);
+    const auto root = static_cast<uint32_t>(node_of[0]);
+    std::vector<uint32_t> queue{root};
+    seen[root] = 1;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      for (uint32_t v : (*adj)[queue[i]]) {
+        if (seen[v]) continue;
+        seen[v] = 1;
+        if (!g.nodes[v].device || g.nodes[v].transit) queue.push_back(v);
+      }
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      if (!seen[static_cast<size_t>(node_of[static_cast<size_t>(r)])]) {
+        throw InputError(name, "/nodes/" + g.nodes[static_cast<size_t>(node_of[static_cast<size_t>(r)])].id,
+                         std::string("device ") + std::to_string(r) +
+                             (adj == &fwd ? " cannot be reached from" : " cannot reach") +
+                             " device 0 through switches and transit devices");
+      }
+    }
+  }
+}
+
+std::unique_ptr<Topology> make_graph_fabric(const GraphFabricSpec& spec) {
+  SHARDSIM_ASSERT(spec.graph != nullptr, "a graph fabric has a graph");
+  return std::make_unique<GraphFabric>(spec);
+}
+
+}  // namespace shardsim
