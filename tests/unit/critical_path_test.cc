@@ -14,6 +14,7 @@
 namespace shardsim {
 namespace {
 
+using testing::compute_ms;
 using testing::simple_chip;
 
 /// Two chips on a line joined by one 1 GB/s link.
@@ -23,13 +24,6 @@ std::unique_ptr<Topology> line_of_two() {
   t.wraparound = {false};
   t.link_bandwidth = gbyte_per_s(1);
   return make_torus(t);
-}
-
-Op compute_ms(double ms) {
-  Op o;
-  o.compute = ComputeKind::kMatmul;
-  o.flops = Flops(ms * 1e9);  // at 1e12 FLOP/s
-  return o;
 }
 
 /// Simulates `ps` on two chips joined by one 1 GB/s link, recording both.

@@ -23,7 +23,7 @@ std::string source(const std::string& rel) {
 
 /// The link's rate and latency along a route, for comparing fabrics whose
 /// link ids differ.
-std::vector<std::pair<double, int64_t>> profile(const Topology& t, DeviceId a, DeviceId b) {
+std::vector<std::pair<double, int64_t>> route_profile(const Topology& t, DeviceId a, DeviceId b) {
   std::vector<LinkId> r;
   t.route(a, b, r);
   std::vector<std::pair<double, int64_t>> out;
@@ -62,7 +62,7 @@ TEST(GraphFabric, FatTreeAsAGraphRoutesAsTheFatTree) {
       for (DeviceId a = 0; a < devices; ++a) {
         EXPECT_EQ(graph->node_of(a), built_in->node_of(a));
         for (DeviceId b = 0; b < devices; ++b)
-          ASSERT_EQ(profile(*graph, a, b), profile(*built_in, a, b)) << a << "->" << b;
+          ASSERT_EQ(route_profile(*graph, a, b), route_profile(*built_in, a, b)) << a << "->" << b;
       }
     }
   }

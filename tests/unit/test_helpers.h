@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shardsim/core/program.h"
 #include "shardsim/topology/topology.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/scenario.h"
@@ -30,6 +31,14 @@ inline ChipSpec simple_chip() {
   c.bf16_peak = FlopsPerSec(1e12);
   c.hbm_bandwidth = BytesPerSec(1e12);
   return c;
+}
+
+/// A matmul of `ms` milliseconds on simple_chip().
+inline Op compute_ms(double ms) {
+  Op o;
+  o.compute = ComputeKind::kMatmul;
+  o.flops = Flops(ms * 1e9);  // at 1e12 FLOP/s
+  return o;
 }
 
 /// A scenario from inline JSON text.

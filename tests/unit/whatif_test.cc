@@ -13,14 +13,8 @@
 namespace shardsim {
 namespace {
 
+using testing::compute_ms;
 using testing::simple_chip;
-
-Op compute_ms(double ms) {
-  Op o;
-  o.compute = ComputeKind::kMatmul;
-  o.flops = Flops(ms * 1e9);  // at 1e12 FLOP/s
-  return o;
-}
 
 // Stage 0 computes 4 ms and sends 1 MB (1 ms over the 1 GB/s link) to stage
 // 1, which then computes 2 ms: a 7 ms step, all of it on the path.
