@@ -83,8 +83,31 @@ class GraphFabric final : public Topology {
   int64_t node_of(DeviceId d) const override { return domain_[d]; }
   int64_t gpus_per_node() const override { return domain_size_; }
 
+  /// Routes are kept per (source, destination) once walked: the network
+  /// asks for one per flow, and a step repeats its pairs.
   void route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const override {
     if (src == dst) return;
+    const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = routes_.find(key); it != routes_.end()) {
+        out.insert(out.end(), it->second.begin(), it->second.end());
+        return;
+      }
+    }
+    const size_t first = out.size();
+    walk(src, dst, out);
+    std::lock_guard<std::mutex> lock(mutex_);
+    routes_.try_emplace(key, out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  }
+
+  std::string link_name(LinkId id) const override {
+    const FabricGraph::Link& l = graph_->links[id];
+    return std::string(to_string(l.kind)) + " " + graph_->nodes[l.from].id + " -> " + graph_->nodes[l.to].id;
+  }
+
+ private:
+  void walk(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const {
     const uint32_t d = node_of_rank_[dst];
     uint32_t u = node_of_rank_[src];
     uint32_t left = distance(u, d);
@@ -108,12 +131,6 @@ class GraphFabric final : public Topology {
     }
   }
 
-  std::string link_name(LinkId id) const override {
-    const FabricGraph::Link& l = graph_->links[id];
-    return std::string(to_string(l.kind)) + " " + graph_->nodes[l.from].id + " -> " + graph_->nodes[l.to].id;
-  }
-
- private:
   /// Cost from node u to device node d (kFar: unreachable).
   uint32_t distance(uint32_t u, uint32_t d) const {
     if (u == d) return 0;
@@ -172,6 +189,7 @@ class GraphFabric final : public Topology {
   int64_t devices_ = 0;
   mutable std::mutex mutex_;
   mutable std::unordered_map<uint32_t, std::vector<uint16_t>> tables_;
+  mutable std::unordered_map<uint64_t, std::vector<LinkId>> routes_;
 };
 
 }  // namespace

@@ -216,6 +216,8 @@ FatTreeSpec parse_graph_fabric(ObjectReader& r, const Json& j, const ChipSpec& c
   const Json* named = j.contains("generate") ? &j["generate"] : nullptr;
   if (named != nullptr && *named == "nvl72" && !with.contains("gpus_per_node")) with["gpus_per_node"] = 72;
   if (named != nullptr && *named == "dragonfly" && !with.contains("gpus_per_node")) with["gpus_per_node"] = 1;
+  // A file's NVLink domains come from its links; no server size is assumed.
+  if (j.contains("file") && !with.contains("gpus_per_node")) with["gpus_per_node"] = 1;
   ObjectReader fr(with, r.file(), r.ptr());
   fr.string("kind");
   const bool has_file = fr.has("file");
