@@ -151,9 +151,11 @@ Usage:
       started as `mpirun -n N --oversubscribe shardsim-rank ...`, each running
       its device's program with OpenBLAS kernels (bf16 as fp32) and MPI
       collectives. Prints the measured step time (median of K steps, default
-      3, after 1 warm-up) and time per op kind; --json: step_time_s,
-      step_times_s, time_by_kind_s, verify. --trace writes the measured
-      Timeline of the last step as a Chrome trace. --verify checks every
+      3, after 1 warm-up), time per op kind and the last step's critical
+      path (on the ranks' own clocks); --json: step_time_s, step_times_s,
+      time_by_kind_s, critical_path (as simulate gives it), verify. --trace
+      writes the measured Timeline of the last step as a Chrome trace, the
+      critical path as its first process. --verify checks every
       kernel against a reference and every communication result (exit 1 on
       a mismatch). A rank that dies or hangs ends the run within --timeout-s
       (default 300) with exit 1 and an error naming the rank
@@ -172,9 +174,10 @@ Usage:
       GPUs (cuBLAS, NCCL; one GPU per rank).
 
   shardsim compare PREDICTED.json MEASURED.json [--json] [--report FILE]
-      Step-time error and compute time per op kind of `simulate --json`
+      Step-time error, compute time per op kind and the critical path's
+      time by category (when both have one) of `simulate --json`
       (predicted) against `run --json` (measured); error = (predicted -
-      measured) / measured. --report writes them as an HTML bar chart.
+      measured) / measured. --report writes them as an HTML page.
 
   shardsim presets [list]            list chips, models and clusters
   shardsim presets show NAME         print one preset as JSON

@@ -50,7 +50,8 @@ uint32_t peer_of(const Mesh& mesh, uint32_t d, MeshAxis axis, int delta) {
 
 class PathBuilder {
  public:
-  PathBuilder(const ProgramSet& ps, const Mesh& mesh, const Timeline& tl) : ps_(ps), mesh_(mesh), tl_(tl) {}
+  PathBuilder(const ProgramSet& ps, const Mesh& mesh, const Timeline& tl, TimelineClock clock)
+      : ps_(ps), mesh_(mesh), tl_(tl), clock_(clock) {}
 
   CriticalPath run() {
     index_spans();
@@ -113,7 +114,10 @@ class PathBuilder {
       const Op& o = program_of(s).op(s.op);
       if (o.kind != OpKind::kCollective) continue;
       // Every member's successors wait for the run's end; each member's own
-      // span is its arrival.
+      // vertex is its arrival (its span's start: a member that came early
+      // waited for the last, and that wait is the last one's path, not the
+      // collective's).
+      end_[i] = s.start;
       const size_t key = first_run[s.program][s.op] + static_cast<size_t>(mesh_.group_index(s.device, o.axes));
       const auto [it, fresh] = run_vertex.try_emplace(key, end_.size());
       if (fresh) end_.push_back(SimTime());
@@ -175,8 +179,11 @@ class PathBuilder {
     const size_t n = end_.size();
     std::vector<SimTime> weight(n);
     for (size_t v = 0; v < n; ++v) {
-      if (end_[v] < ready_[v]) throw std::logic_error("an op ended before its dependencies did");
-      weight[v] = end_[v] - ready_[v];
+      if (end_[v] >= ready_[v]) {
+        weight[v] = end_[v] - ready_[v];
+      } else if (clock_ == TimelineClock::kSimulated) {
+        throw std::logic_error("an op ended before its dependencies did");
+      }
     }
     // The path ends at the vertex that ended last (ties: the first).
     size_t last = kNone;
@@ -185,12 +192,21 @@ class PathBuilder {
     }
     if (last == kNone) return out;
     out.length = end_[last];
+    // Each op accounts for the stretch from its latest predecessor's end to
+    // its own; `cursor` is where the op after it (in time) began. On one
+    // clock every predecessor ends exactly there; measured clocks may put
+    // it later, and the stretch is cut at the cursor so that the path's ops
+    // still tile [0, length].
+    SimTime cursor = out.length;
     for (size_t v = last; v != kNone; v = pred_[v]) {
-      if (weight[v] == SimTime()) continue;
+      const SimTime end = std::min(end_[v], cursor);
+      const SimTime start = std::min(ready_[v], end);
+      cursor = start;
+      if (start == end) continue;
       // A run is shown on the member whose arrival started it (its
       // predecessors are the members' arrivals).
       const TimelineSpan& s = tl_.spans[v < tl_.spans.size() ? v : pred_[v]];
-      out.ops.push_back(PathOp{s.device, s.program, s.op, ready_[v], end_[v]});
+      out.ops.push_back(PathOp{s.device, s.program, s.op, start, end});
     }
     std::reverse(out.ops.begin(), out.ops.end());
     // Longest path from each vertex to the end, over a topological order
@@ -215,13 +231,17 @@ class PathBuilder {
       tail[v] = weight[v] + longest;
     }
     out.slack.resize(tl_.spans.size());
-    for (size_t i = 0; i < tl_.spans.size(); ++i) out.slack[i] = out.length - ready_[i] - tail[i];
+    // (Never negative on one clock; measured clocks' skew is cut at zero.)
+    for (size_t i = 0; i < tl_.spans.size(); ++i) {
+      out.slack[i] = std::max(SimTime(), out.length - ready_[i] - tail[i]);
+    }
     return out;
   }
 
   const ProgramSet& ps_;
   const Mesh& mesh_;
   const Timeline& tl_;
+  TimelineClock clock_;
   static constexpr uint32_t kNoSpan = 0xffffffffu;
   std::vector<std::vector<uint32_t>> by_device_;  ///< device, op -> span
   std::vector<size_t> end_vertex_;                ///< per span: the vertex its successors wait for
@@ -232,8 +252,18 @@ class PathBuilder {
 
 }  // namespace
 
-CriticalPath critical_path(const ProgramSet& programs, const Mesh& mesh, const Timeline& timeline) {
-  return PathBuilder(programs, mesh, timeline).run();
+CriticalPath critical_path(const ProgramSet& programs, const Mesh& mesh, const Timeline& timeline,
+                           TimelineClock clock) {
+  return PathBuilder(programs, mesh, timeline, clock).run();
+}
+
+std::vector<TimelineSpan> path_spans(const ProgramSet& programs, const CriticalPath& path) {
+  std::vector<TimelineSpan> out;
+  out.reserve(path.ops.size());
+  for (const PathOp& p : path.ops) {
+    out.push_back({p.device, p.program, programs.stages.at(p.program).op(p.op).stream, p.op, p.start, p.end});
+  }
+  return out;
 }
 
 std::string path_category(const Program& program, OpId op) {

@@ -1,5 +1,6 @@
 #include "shardsim/app/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,26 @@ std::vector<std::pair<std::string, double>> kinds_at(const Json& j, const std::s
   return out;
 }
 
+/// The critical path's seconds by category, or nothing when the output has
+/// no computed path (an older output, or one that skipped it).
+std::vector<std::pair<std::string, double>> path_at(const Json& j, const std::string& file) {
+  const std::string ptr = "/critical_path/by_category_s";
+  const Json::json_pointer p(ptr);
+  if (!j.contains(p)) return {};
+  const Json& a = j.at(p);
+  if (!a.is_array()) throw InputError(file, ptr, "expected a list of {category, s}");
+  std::vector<std::pair<std::string, double>> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Json& e = a[i];
+    if (!e.is_object() || !e.contains("category") || !e["category"].is_string() || !e.contains("s") ||
+        !e["s"].is_number()) {
+      throw InputError(file, ptr + "/" + std::to_string(i), "expected {\"category\": name, \"s\": seconds}");
+    }
+    out.emplace_back(e["category"].get<std::string>(), e["s"].get<double>());
+  }
+  return out;
+}
+
 /// (predicted − measured) / measured; NaN when nothing was measured.
 double rel_error(double predicted, double measured) {
   return measured > 0 ? (predicted - measured) / measured : std::nan("");
@@ -68,6 +89,22 @@ StepComparison compare_steps(const std::string& predicted_json, const std::strin
     }
     c.compute_by_kind.push_back({kind, p, m, rel_error(p, m)});
   }
+  const auto pp = path_at(pj, predicted_file), mp = path_at(mj, measured_file);
+  if (!pp.empty() && !mp.empty()) {
+    auto seconds = [](const auto& list, const std::string& name) {
+      for (const auto& [k, v] : list) {
+        if (k == name) return v;
+      }
+      return -1.0;
+    };
+    for (const auto& [cat, p] : pp) {
+      const double m = std::max(seconds(mp, cat), 0.0);
+      c.critical_path.push_back({cat, p, m, rel_error(p, m)});
+    }
+    for (const auto& [cat, m] : mp) {
+      if (seconds(pp, cat) < 0) c.critical_path.push_back({cat, 0, m, rel_error(0, m)});
+    }
+  }
   return c;
 }
 
@@ -89,6 +126,16 @@ std::string comparison_json(const StepComparison& c) {
                     {"error_frac", number_or_null(k.error_frac)}});
   }
   out["compute_by_kind"] = rows;
+  if (!c.critical_path.empty()) {
+    nlohmann::ordered_json path = nlohmann::ordered_json::array();
+    for (const KindComparison& k : c.critical_path) {
+      path.push_back({{"category", k.kind},
+                      {"predicted_s", k.predicted_s},
+                      {"measured_s", k.measured_s},
+                      {"error_frac", number_or_null(k.error_frac)}});
+    }
+    out["critical_path"] = path;
+  }
   return out.dump(2) + "\n";
 }
 
@@ -102,6 +149,18 @@ std::string comparison_text(const StepComparison& c) {
     if (!std::isnan(k.error_frac)) std::snprintf(err, sizeof err, "%+8.1f%%", 100 * k.error_frac);
     detail::appendf(out, "%-12s %12.4f %12.4f %s\n", k.kind.c_str(), k.predicted_s, k.measured_s, err);
   }
+  if (!c.critical_path.empty()) {
+    size_t width = 13;
+    for (const KindComparison& k : c.critical_path) width = std::max(width, k.kind.size());
+    detail::appendf(out, "%-*s %12s %12s %9s\n", static_cast<int>(width), "critical path", "predicted_s", "measured_s",
+                    "error");
+    for (const KindComparison& k : c.critical_path) {
+      char err[32] = "      n/a";
+      if (!std::isnan(k.error_frac)) std::snprintf(err, sizeof err, "%+8.1f%%", 100 * k.error_frac);
+      detail::appendf(out, "%-*s %12.4f %12.4f %s\n", static_cast<int>(width), k.kind.c_str(), k.predicted_s,
+                      k.measured_s, err);
+    }
+  }
   return out;
 }
 
@@ -111,6 +170,9 @@ void write_comparison_report(const StepComparison& c, const std::string& title, 
   in.predicted_step_s = c.predicted_step_time_s;
   in.measured_step_s = c.measured_step_time_s;
   for (const KindComparison& k : c.compute_by_kind) in.comparison.push_back({k.kind, k.predicted_s, k.measured_s});
+  for (const KindComparison& k : c.critical_path) {
+    in.path_comparison.push_back({k.kind, k.predicted_s, k.measured_s});
+  }
   detail::write_output_file(file, html_report(in));
 }
 

@@ -7,6 +7,7 @@
 
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/step_report.h"
 
 namespace shardsim::detail {
 
@@ -32,5 +33,10 @@ inline void write_output_file(const std::string& file, const std::string& text) 
   std::string err;
   if (!write_file_atomic(file, text, err)) throw UsageError(err);
 }
+
+/// The summary's "critical path" line: its four largest categories'
+/// shares, ops and devices, or why it was not computed; "" when neither
+/// (step.cc).
+std::string critical_path_line(const CriticalPathReport& cp);
 
 }  // namespace shardsim::detail

@@ -6,12 +6,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "output.h"
+#include "shardsim/analysis/critical_path.h"
 #include "shardsim/core/error.h"
 #include "shardsim/realexec/launch.h"
 #include "shardsim/realexec/op_sizing.h"
 #include "shardsim/viz/chrome_trace.h"
+#include "shardsim/viz/result_json.h"
 #include "shardsim/workloads/lower.h"
 
 namespace shardsim {
@@ -115,7 +118,19 @@ void add_send_flows(const Scenario& s, const ProgramSet& ps, realexec::MeasuredR
   }
 }
 
-std::string real_run_json(const ProgramSet& ps, const realexec::MeasuredRun& run) {
+CriticalPathReport measured_critical_path(const Scenario& s, const ProgramSet& ps, realexec::MeasuredRun& run) {
+  CriticalPathReport r;
+  try {
+    const CriticalPath path = critical_path(ps, build_mesh(s.plan), run.timeline, TimelineClock::kMeasured);
+    run.timeline.critical_path = path_spans(ps, path);
+    r = critical_path_report(ps, path);
+  } catch (const std::logic_error& e) {
+    r.skipped = std::string("the measured spans do not follow the programs (") + e.what() + ")";
+  }
+  return r;
+}
+
+std::string real_run_json(const ProgramSet& ps, const realexec::MeasuredRun& run, const CriticalPathReport& cp) {
   nlohmann::ordered_json j;
   j["backend"] = run.backend;
   if (!run.device.empty()) j["device"] = run.device;
@@ -127,6 +142,7 @@ std::string real_run_json(const ProgramSet& ps, const realexec::MeasuredRun& run
   nlohmann::ordered_json k = nlohmann::ordered_json::object();
   for (const auto& [name, sec] : realexec::time_by_kind_s(ps, run.timeline)) k[name] = sec;
   j["time_by_kind_s"] = k;
+  if (cp.present || !cp.skipped.empty()) j["critical_path"] = nlohmann::ordered_json::parse(critical_path_json(cp));
   j["verify"] = {{"enabled", run.verify.enabled},
                  {"kernels_checked", run.verify.kernels_checked},
                  {"collectives_checked", run.verify.collectives_checked},
@@ -136,7 +152,7 @@ std::string real_run_json(const ProgramSet& ps, const realexec::MeasuredRun& run
 }
 
 std::string real_run_text(const Scenario& s, const ProgramSet& ps, const realexec::MeasuredRun& run,
-                          const std::string& trace_file) {
+                          const CriticalPathReport& cp, const std::string& trace_file) {
   const double step_s = realexec::median(run.step_times_s);
   double lo = step_s, hi = step_s;
   for (double t : run.step_times_s) {
@@ -156,6 +172,7 @@ std::string real_run_text(const Scenario& s, const ProgramSet& ps, const realexe
   }
   detail::appendf(out, "  time by kind       %s (per rank, last step; communication overlaps compute)\n",
                   kinds.c_str());
+  out += detail::critical_path_line(cp);
   if (run.verify.enabled) {
     detail::appendf(
         out, "  verify             %s: %lld kernel checks, %lld collectives, %lld transfers checked\n",

@@ -95,6 +95,26 @@ void check_speedup_streams(const Scenario& s, const ProgramSet& programs) {
 
 }  // namespace
 
+namespace detail {
+
+std::string critical_path_line(const CriticalPathReport& cp) {
+  std::string o;
+  if (cp.present) {
+    std::string cats;
+    for (size_t i = 0; i < cp.by_category_s.size() && i < 4; ++i) {
+      appendf(cats, "%s%s %.1f%%", i > 0 ? ", " : "", cp.by_category_s[i].first.c_str(),
+              cp.length_s > 0 ? 100 * cp.by_category_s[i].second / cp.length_s : 0.0);
+    }
+    appendf(o, "  critical path      %s (%lld ops on %lld device%s)\n", cats.c_str(), static_cast<long long>(cp.ops),
+            static_cast<long long>(cp.devices), cp.devices == 1 ? "" : "s");
+  } else if (!cp.skipped.empty()) {
+    appendf(o, "  critical path      not computed: %s\n", cp.skipped.c_str());
+  }
+  return o;
+}
+
+}  // namespace detail
+
 StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_devices, bool replica_shortcut,
                           const Simulator& simulator, const std::string& backend, CriticalPathMode critical_path) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -122,8 +142,9 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
                               : simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
   run.report.critical_path.skipped = skipped;
   if (opt.spans_of_every_device) {
-    run.report.critical_path =
-        critical_path_report(run.programs, shardsim::critical_path(run.programs, mesh, er.timeline));
+    const CriticalPath path = shardsim::critical_path(run.programs, mesh, er.timeline);
+    run.report.critical_path = critical_path_report(run.programs, path);
+    er.timeline.critical_path = path_spans(run.programs, path);
     // The timeline keeps the traced devices' spans only.
     std::erase_if(er.timeline.spans, [&](const TimelineSpan& sp) {
       return !std::binary_search(er.timeline.devices.begin(), er.timeline.devices.end(), sp.device);
@@ -241,18 +262,7 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
                   list(r.compute_by_kind_s).c_str());
   detail::appendf(o, "  device %lld comm     %s (busy, overlapping)\n", static_cast<long long>(r.critical_device),
                   list(r.comm_busy_by_stream_s).c_str());
-  if (r.critical_path.present) {
-    const CriticalPathReport& cp = r.critical_path;
-    std::string cats;
-    for (size_t i = 0; i < cp.by_category_s.size() && i < 4; ++i) {
-      detail::appendf(cats, "%s%s %.1f%%", i > 0 ? ", " : "", cp.by_category_s[i].first.c_str(),
-                      cp.length_s > 0 ? 100 * cp.by_category_s[i].second / cp.length_s : 0.0);
-    }
-    detail::appendf(o, "  critical path      %s (%lld ops on %lld device%s)\n", cats.c_str(),
-                    static_cast<long long>(cp.ops), static_cast<long long>(cp.devices), cp.devices == 1 ? "" : "s");
-  } else if (!r.critical_path.skipped.empty()) {
-    detail::appendf(o, "  critical path      not computed: %s\n", r.critical_path.skipped.c_str());
-  }
+  o += detail::critical_path_line(r.critical_path);
   detail::appendf(o, "  memory per device  %s of %s: %s\n", gib_text(r.memory.peak_bytes_per_device).c_str(),
                   gib_text(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
   if (!r.memory.peak_at.empty()) detail::appendf(o, "    peak at %s\n", r.memory.peak_at.c_str());

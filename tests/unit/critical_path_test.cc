@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "shardsim/app/step.h"
 #include "shardsim/sim/engine.h"
 #include "test_helpers.h"
@@ -139,6 +141,92 @@ TEST(CriticalPath, ExposedAllGatherIsOnThePath) {
       EXPECT_EQ(path.slack[i], path.ops[1].end - r.timeline.spans[i].end);
     }
   }
+}
+
+/// `v` milliseconds, to the picosecond.
+SimTime at_ms(double v) {
+  return SimTime::from_ps(std::llround(v * 1e9));
+}
+
+/// x, a data-parallel all-gather after it, y after the gather, z after y:
+/// one program both members of a dp group of two run.
+struct GatherChain {
+  ProgramSet ps;
+  Mesh mesh{{1, 1, 1, 2}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp}};
+  OpId x = 0, gather = 0, y = 0, z = 0;
+
+  GatherChain() {
+    ProgramBuilder b;
+    b.add_stream("compute");
+    b.add_stream("dp gather");
+    x = b.add(compute_ms(1));
+    Op ag;
+    ag.kind = OpKind::kCollective;
+    ag.collective = CollectiveKind::kAllGather;
+    ag.axes = axis_bit(MeshAxis::kDp);
+    ag.stream = 1;
+    ag.comm_bytes = Bytes(1'000'000);
+    gather = b.add(ag, {x});
+    y = b.add(compute_ms(1), {gather});
+    z = b.add(compute_ms(1), {y});
+    ps.stages.push_back(std::move(b).finish());
+  }
+
+  /// A span of `op` on `device` from `start_ms` to `end_ms`.
+  TimelineSpan span(uint32_t device, OpId op, double start_ms, double end_ms) const {
+    return {device, 0, ps.stages[0].op(op).stream, op, at_ms(start_ms), at_ms(end_ms)};
+  }
+};
+
+// Device 1's x takes 5 ms, device 0's 2 ms: device 0 arrives at the gather
+// early and waits. The path is device 1's x and the gather from its arrival
+// (1 ms), not device 0's wait; device 0's x and arrival have 3 ms of slack.
+TEST(CriticalPath, TheLastMemberToArriveBoundsACollective) {
+  const GatherChain g;
+  Timeline tl;
+  tl.devices = {0, 1};
+  tl.spans = {g.span(0, g.x, 0, 2), g.span(1, g.x, 0, 5), g.span(0, g.gather, 2, 6), g.span(1, g.gather, 5, 6),
+              g.span(0, g.y, 6, 7), g.span(1, g.y, 6, 7), g.span(0, g.z, 7, 8),      g.span(1, g.z, 7, 8)};
+  const CriticalPath path = critical_path(g.ps, g.mesh, tl);
+  expect_invariants(path, at_ms(8));
+  ASSERT_EQ(path.ops.size(), 4u);
+  EXPECT_EQ(path.ops[0].op, g.x);
+  EXPECT_EQ(path.ops[0].device, 1u);
+  EXPECT_EQ(path.ops[1].op, g.gather);
+  EXPECT_EQ(path.ops[1].device, 1u);
+  EXPECT_EQ(path.ops[1].start, at_ms(5));
+  EXPECT_EQ(path.slack[0], at_ms(3));  // device 0's x
+  EXPECT_EQ(path.slack[1], SimTime());
+  EXPECT_EQ(path.slack[2], at_ms(3));  // device 0's arrival at the gather
+  EXPECT_EQ(path.slack[3], SimTime());
+  const auto cats = path_time_by_category(g.ps, path);
+  ASSERT_EQ(cats.size(), 2u);
+  EXPECT_EQ(cats[0], (std::pair<std::string, double>{"compute: matmul", 7e-3}));
+  EXPECT_NEAR(cats[1].second, 1e-3, 1e-15);
+}
+
+// A measured run: device 0's clock puts its gather's end (5.9 ms) and its
+// short y before device 1's gather ended (6 ms). On one clock that cannot
+// happen (logic_error); measured, the negative wait counts as zero and the
+// path still tiles the step: device 1's x, the gather up to where device
+// 0's z began, then z.
+TEST(CriticalPath, MeasuredClocksMayDisagreeAndThePathStillTilesTheStep) {
+  const GatherChain g;
+  Timeline tl;
+  tl.devices = {0, 1};
+  tl.spans = {g.span(0, g.x, 0, 2),      g.span(1, g.x, 0, 5),      g.span(0, g.gather, 2, 5.9),
+              g.span(1, g.gather, 5, 6), g.span(0, g.y, 5.9, 5.95), g.span(1, g.y, 6, 6.05),
+              g.span(0, g.z, 5.95, 8),   g.span(1, g.z, 6.05, 7)};
+  EXPECT_THROW(critical_path(g.ps, g.mesh, tl), std::logic_error);
+  const CriticalPath path = critical_path(g.ps, g.mesh, tl, TimelineClock::kMeasured);
+  expect_invariants(path, at_ms(8));
+  ASSERT_EQ(path.ops.size(), 3u);
+  EXPECT_EQ(path.ops[0].op, g.x);
+  EXPECT_EQ(path.ops[0].device, 1u);
+  EXPECT_EQ(path.ops[1].op, g.gather);
+  EXPECT_EQ(path.ops[1].end, at_ms(5.95));
+  EXPECT_EQ(path.ops[2].op, g.z);
+  EXPECT_EQ(path.ops[2].device, 0u);
 }
 
 // A whole step of tensor, pipeline and data parallelism (collectives,

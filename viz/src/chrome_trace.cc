@@ -6,6 +6,8 @@
 #include <functional>
 #include <string_view>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace shardsim {
 namespace {
@@ -74,6 +76,11 @@ void emit_trace(const ProgramSet& ps, const Timeline& tl, std::string& out,
   std::sort(flows.begin(), flows.end(), [](const TimelineFlow& a, const TimelineFlow& b) {
     return std::tie(a.src, a.start, a.end, a.dst, a.op) < std::tie(b.src, b.start, b.end, b.dst, b.op);
   });
+  // Spans of recorded devices that are on the path say so.
+  std::vector<std::pair<uint32_t, OpId>> on_path;
+  on_path.reserve(tl.critical_path.size());
+  for (const TimelineSpan& s : tl.critical_path) on_path.emplace_back(s.device, s.op);
+  std::sort(on_path.begin(), on_path.end());
   for (const TimelineSpan& s : spans) {
     const Program& p = ps.stages[s.program];
     const Op& o = p.op(s.op);
@@ -94,7 +101,40 @@ void emit_trace(const ProgramSet& ps, const Timeline& tl, std::string& out,
       std::snprintf(buf, sizeof buf, ",\"m\":%" PRId64 ",\"n\":%" PRId64 ",\"k\":%" PRId64, o.m, o.n, o.k);
       out += buf;
     }
+    if (std::binary_search(on_path.begin(), on_path.end(), std::pair<uint32_t, OpId>{s.device, s.op})) {
+      out += ",\"critical_path\":true";
+    }
     out += "}}";
+  }
+  // The critical path: a process of its own, shown first, one slice per
+  // path op with the stretch of the step it accounts for.
+  if (!tl.critical_path.empty()) {
+    uint32_t pid = 0;
+    for (uint32_t d : tl.devices) pid = std::max(pid, d + 1);
+    for (const TimelineSpan& s : tl.critical_path) pid = std::max(pid, s.device + 1);
+    sep();
+    std::snprintf(buf, sizeof buf,
+                  "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":\"critical path\"}},\n"
+                  "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"args\":{\"sort_index\":-1}}",
+                  pid, pid);
+    out += buf;
+    for (const TimelineSpan& s : tl.critical_path) {
+      const Program& p = ps.stages[s.program];
+      sep();
+      out += "{\"ph\":\"X\",\"name\":\"";
+      append_escaped(out, p.label(s.op));
+      out += "\",\"cat\":\"critical_path,";
+      append_escaped(out, category(p.op(s.op)));
+      std::snprintf(buf, sizeof buf, "\",\"pid\":%u,\"tid\":0,\"ts\":", pid);
+      out += buf;
+      append_us(out, s.start);
+      out += ",\"dur\":";
+      append_us(out, s.end - s.start);
+      std::snprintf(buf, sizeof buf, ",\"args\":{\"device\":%u,\"op\":%u,\"stream\":\"", s.device, s.op);
+      out += buf;
+      append_escaped(out, p.stream_names()[s.stream]);
+      out += "\"}}";
+    }
   }
   // Flow arrows: one "s" at the sender when the transfer starts and one "f"
   // at the receiver when it ends, each bound to the enclosing collective span.

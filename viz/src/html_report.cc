@@ -167,13 +167,54 @@ std::string timeline_section(const ProgramSet& ps, const Timeline& tl, double st
     if (used[s]) rows_of_stream.push_back(s);
   }
   const int left = 150, w = 1100, row_h = 16, gap = 10;
-  const int rows = static_cast<int>(tl.devices.size() * rows_of_stream.size());
-  const int h = 30 + rows * row_h + static_cast<int>(tl.devices.size()) * gap + 30;
+  const bool path = !tl.critical_path.empty();
+  const int rows = static_cast<int>(tl.devices.size() * rows_of_stream.size()) + (path ? 1 : 0);
+  const int h = 30 + rows * row_h + static_cast<int>(tl.devices.size() + (path ? 1 : 0)) * gap + 30;
   Svg svg(left + w + 20, h);
   const double scale = step_s > 0 ? w / step_s : 0;
   // Row of each (device, stream).
   std::map<std::pair<uint32_t, size_t>, int> row_y;
   int y = 20;
+  if (path) {
+    // The critical path's lane first: each op on it, on whichever device,
+    // over the stretch of the step it accounts for.
+    svg.text(5, y + 12, "critical path", "start", 10);
+    svg.rect(left, y, w, row_h - 2, "#f4f4f4");
+    // Consecutive ops of one colour, and any run of ops narrower than a
+    // pixel together, are drawn as one rectangle (a path has up to millions
+    // of ops; at most about two rectangles a pixel remain).
+    double x0 = -1, x1 = -1, t0 = 0;
+    std::string fill, first;
+    int merged = 0;
+    auto flush_path = [&](double t1) {
+      if (x0 < 0) return;
+      std::string title = first;
+      if (merged > 1) title += " and " + std::to_string(merged - 1) + " more";
+      svg.rect(left + x0, y + 1, x1 - x0, row_h - 4, fill, title + ": " + dur(t1 - t0));
+    };
+    double t_end = 0;
+    for (const TimelineSpan& s : tl.critical_path) {
+      const Program& p = ps.stages[s.program];
+      const Op& op = p.op(s.op);
+      const std::string c = colour(op.kind == OpKind::kCompute ? to_string(op.compute) : any.stream_names()[s.stream]);
+      const double a = s.start.seconds() * scale, b = s.end.seconds() * scale;
+      if (x0 >= 0 && ((c == fill && a - x1 < 1.0) || b - x0 < 1.0)) {
+        x1 = b;
+        ++merged;
+      } else {
+        flush_path(t_end);
+        x0 = a;
+        x1 = b;
+        t0 = s.start.seconds();
+        fill = c;
+        first = "device " + std::to_string(s.device) + " " + p.label(s.op);
+        merged = 1;
+      }
+      t_end = s.end.seconds();
+    }
+    flush_path(t_end);
+    y += row_h + gap;
+  }
   for (uint32_t d : tl.devices) {
     for (size_t s : rows_of_stream) {
       row_y[{d, s}] = y;
@@ -220,8 +261,11 @@ std::string timeline_section(const ProgramSet& ps, const Timeline& tl, double st
   }
   return "<h2>Timeline</h2>\n<p>Each row is one stream of one device; coloured spans are ops (compute by kind, "
          "communication by stream; hover for the op), the tinted background of a compute row is time it sat idle "
-         "(waiting or pipeline bubble). Spans closer than a pixel are drawn merged.</p>\n" +
-         svg.finish("timeline");
+         "(waiting or pipeline bubble). Spans closer than a pixel are drawn merged." +
+         std::string(path ? " The first row is the step's critical path: the chain of ops, on any device, each "
+                            "started by the one before, that makes the step time."
+                          : "") +
+         "</p>\n" + svg.finish("timeline");
 }
 
 /// Activations follow the microbatches a device holds: from the start of a
@@ -443,10 +487,25 @@ std::string comparison_section(const HtmlReportInput& in) {
   svg.text(left + 16, y + 16, "predicted");
   svg.rect(left + 100, y + 6, 12, 12, "#f28e2b");
   svg.text(left + 116, y + 16, "measured");
-  return "<h2>Predicted against measured</h2>\n<p>The step time and the compute time per op kind of the "
-         "critical device (prediction) and of the measured run; errors are (predicted - measured) / measured."
-         "</p>\n" +
-         svg.finish("comparison");
+  std::string html =
+      "<h2>Predicted against measured</h2>\n<p>The step time and the compute time per op kind of the "
+      "critical device (prediction) and of the measured run; errors are (predicted - measured) / "
+      "measured.</p>\n" +
+      svg.finish("comparison");
+  if (!in.path_comparison.empty()) {
+    html +=
+        "<h2>Critical paths</h2>\n<p>The time each category of op accounts for on the step's critical path, "
+        "predicted and measured (each side sums to its step time).</p>\n<table><tr><th>category</th><th>predicted"
+        "</th><th>measured</th><th>error</th></tr>\n";
+    for (const auto& r : in.path_comparison) {
+      const std::string err =
+          r.measured_s > 0 ? fmt("%+.1f%%", 100 * (r.predicted_s - r.measured_s) / r.measured_s) : std::string("n/a");
+      html += "<tr><td>" + esc(r.kind) + "</td><td>" + dur(r.predicted_s) + "</td><td>" + dur(r.measured_s) +
+              "</td><td>" + err + "</td></tr>\n";
+    }
+    html += "</table>\n";
+  }
+  return html;
 }
 
 }  // namespace

@@ -4,6 +4,37 @@
 
 namespace shardsim {
 
+namespace {
+
+nlohmann::ordered_json path_object(const CriticalPathReport& cp) {
+  if (!cp.present) {
+    return cp.skipped.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json{{"skipped", cp.skipped}};
+  }
+  nlohmann::ordered_json cats = nlohmann::ordered_json::array();
+  for (const auto& [k, v] : cp.by_category_s) cats.push_back({{"category", k}, {"s", v}});
+  nlohmann::ordered_json segs = nlohmann::ordered_json::array();
+  for (const auto& g : cp.top_segments) {
+    segs.push_back({{"device", g.device},
+                    {"stream", g.stream},
+                    {"first_op", g.first_op},
+                    {"last_op", g.last_op},
+                    {"ops", g.ops},
+                    {"start_s", g.start_s},
+                    {"end_s", g.end_s}});
+  }
+  return {{"length_s", cp.length_s},
+          {"ops", cp.ops},
+          {"devices", cp.devices},
+          {"by_category_s", cats},
+          {"top_segments", segs}};
+}
+
+}  // namespace
+
+std::string critical_path_json(const CriticalPathReport& cp) {
+  return path_object(cp).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string step_report_json(const StepReport& r) {
   nlohmann::ordered_json j;
   j["scenario"] = r.scenario;
@@ -31,28 +62,7 @@ std::string step_report_json(const StepReport& r) {
   for (const auto& [k, v] : r.comm_busy_by_stream_s) by_stream[k] = v;
   j["critical_device"] = {
       {"device", r.critical_device}, {"compute_by_kind_s", by_kind}, {"comm_busy_by_stream_s", by_stream}};
-  if (r.critical_path.present) {
-    const CriticalPathReport& cp = r.critical_path;
-    nlohmann::ordered_json cats = nlohmann::ordered_json::array();
-    for (const auto& [k, v] : cp.by_category_s) cats.push_back({{"category", k}, {"s", v}});
-    nlohmann::ordered_json segs = nlohmann::ordered_json::array();
-    for (const auto& g : cp.top_segments) {
-      segs.push_back({{"device", g.device},
-                      {"stream", g.stream},
-                      {"first_op", g.first_op},
-                      {"last_op", g.last_op},
-                      {"ops", g.ops},
-                      {"start_s", g.start_s},
-                      {"end_s", g.end_s}});
-    }
-    j["critical_path"] = {{"length_s", cp.length_s},
-                          {"ops", cp.ops},
-                          {"devices", cp.devices},
-                          {"by_category_s", cats},
-                          {"top_segments", segs}};
-  } else if (!r.critical_path.skipped.empty()) {
-    j["critical_path"] = {{"skipped", r.critical_path.skipped}};
-  }
+  if (r.critical_path.present || !r.critical_path.skipped.empty()) j["critical_path"] = path_object(r.critical_path);
   nlohmann::ordered_json comps = nlohmann::ordered_json::object();
   for (const auto& c : r.memory.components) comps[c.name + "_bytes"] = c.bytes;
   j["memory"] = {{"peak_bytes_per_device", r.memory.peak_bytes_per_device},

@@ -42,13 +42,31 @@ struct CriticalPath {
   std::vector<SimTime> slack;
 };
 
+/// Where a timeline's times come from.
+enum class TimelineClock {
+  /// A simulation: one clock, and every op starts when its last dependency
+  /// ended. The path is exact.
+  kSimulated,
+  /// A real run (`shardsim run`): each rank's own clock, zeroed as it left
+  /// the barrier that started the step, so an op may seem to end before a
+  /// dependency on another rank did (by that skew). Such a negative wait
+  /// counts as zero; the path's ops still tile the step from 0 to its end.
+  kMeasured,
+};
+
 /// The critical path of a step whose timeline recorded every device that
 /// ran (EngineOptions::trace_devices). Members of a collective, and the
 /// peers of transfers, that the timeline lacks (replicas the replica
 /// shortcut stood in for) are taken to have arrived with the recorded ones.
-/// Throws std::logic_error when the timeline does not follow the programs'
-/// dependencies (a span starting before one of its dependencies ended).
-CriticalPath critical_path(const ProgramSet& programs, const Mesh& mesh, const Timeline& timeline);
+/// Throws std::logic_error when a simulated timeline does not follow the
+/// programs' dependencies (a span ending before one of its dependencies
+/// ended), or when any timeline lacks a span a recorded one depends on.
+CriticalPath critical_path(const ProgramSet& programs, const Mesh& mesh, const Timeline& timeline,
+                           TimelineClock clock = TimelineClock::kSimulated);
+
+/// The path as timeline spans (Timeline::critical_path): each op with the
+/// stream it ran on and the stretch it accounts for.
+std::vector<TimelineSpan> path_spans(const ProgramSet& programs, const CriticalPath& path);
 
 /// What a path op is, for totals: "compute: matmul", "tp comm: all-reduce",
 /// "pp send next: transfer".

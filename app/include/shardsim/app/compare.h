@@ -1,6 +1,6 @@
 // Predicted against measured: a simulated step (`shardsim simulate --json`)
 // against a real run of the same scenario (`shardsim run --json`), step time
-// and compute time per op kind. What `shardsim compare` and
+// compute time per op kind and the critical path's time by category. What `shardsim compare` and
 // `shardsim.compare` call.
 #pragma once
 
@@ -23,12 +23,18 @@ struct StepComparison {
   double measured_step_time_s = 0;
   double step_time_error_frac = 0;  ///< NaN when the measured step time is 0
   std::vector<KindComparison> compute_by_kind;
+  /// The critical path's time by category ("compute: matmul", "tp comm:
+  /// all-reduce", ...; `kind` holds it), when both outputs carry a computed
+  /// path (/critical_path/by_category_s): the predicted categories in their
+  /// order, then those only the run has. Each side sums to its step time.
+  std::vector<KindComparison> critical_path;
 };
 
 /// Compares the two JSON texts; `predicted_file` and `measured_file` name
 /// them in errors. Throws InputError (file, JSON path, what was expected)
 /// when a text is not JSON or lacks /step_time_s, the prediction's
-/// /critical_device/compute_by_kind_s or the run's /time_by_kind_s.
+/// /critical_device/compute_by_kind_s or the run's /time_by_kind_s, or when
+/// a /critical_path/by_category_s is not a list of {category, s}.
 StepComparison compare_steps(const std::string& predicted_json, const std::string& predicted_file,
                              const std::string& measured_json, const std::string& measured_file);
 /// The same, reading the two files.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "shardsim/core/program.h"
+#include "shardsim/core/step_report.h"
 #include "shardsim/realexec/measured.h"
 #include "shardsim/workloads/scenario.h"
 
@@ -43,12 +44,19 @@ RealRun run_real_step(const std::string& file, const std::vector<Override>& over
 /// the send's span), the way the simulator draws transfers.
 void add_send_flows(const Scenario& s, const ProgramSet& ps, realexec::MeasuredRun& run);
 
+/// The critical path of the traced step (analysis/critical_path.h, on the
+/// ranks' own clocks), put in run.timeline.critical_path for the trace; its
+/// report. When the measured spans do not follow the programs (a rank's
+/// spans missing) the report says so in `skipped` instead.
+CriticalPathReport measured_critical_path(const Scenario& s, const ProgramSet& ps, realexec::MeasuredRun& run);
+
 /// `shardsim run --json`: backend, ranks, step times (median), time per op
-/// kind of the traced step and what --verify checked.
-std::string real_run_json(const ProgramSet& ps, const realexec::MeasuredRun& run);
+/// kind of the traced step, its critical path (as `simulate --json` gives
+/// it) and what --verify checked.
+std::string real_run_json(const ProgramSet& ps, const realexec::MeasuredRun& run, const CriticalPathReport& cp);
 /// The summary lines; `trace_file` ("" for none) is named when given.
 std::string real_run_text(const Scenario& s, const ProgramSet& ps, const realexec::MeasuredRun& run,
-                          const std::string& trace_file);
+                          const CriticalPathReport& cp, const std::string& trace_file);
 /// The measured Chrome trace, written atomically; UsageError when it cannot be.
 void write_real_run_trace(const std::string& file, const ProgramSet& ps, const realexec::MeasuredRun& run);
 

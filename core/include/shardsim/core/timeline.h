@@ -37,6 +37,11 @@ struct Timeline {
   std::vector<uint32_t> devices;  ///< devices recorded, ascending
   std::vector<TimelineSpan> spans;
   std::vector<TimelineFlow> flows;
+  /// The step's critical path when it was computed (analysis/
+  /// critical_path.h), on any device, recorded or not: each op on it with
+  /// the stretch of the step it accounts for, in time order, tiling the
+  /// step. Empty when it was not computed.
+  std::vector<TimelineSpan> critical_path;
 };
 
 }  // namespace shardsim

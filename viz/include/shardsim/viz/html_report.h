@@ -41,6 +41,9 @@ struct HtmlReportInput {
   /// `shardsim compare`: step times and compute time per op kind.
   double predicted_step_s = 0, measured_step_s = 0;
   std::vector<ReportComparisonRow> comparison;
+  /// The critical path's time by category, predicted and measured (empty
+  /// when either side has no path).
+  std::vector<ReportComparisonRow> path_comparison;
 };
 
 std::string html_report(const HtmlReportInput& in);
