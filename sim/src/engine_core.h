@@ -257,7 +257,7 @@ class EngineCore {
     DeviceId src = 0, dst = 0;
     double bytes = 0;
     SimTime start;
-    size_t hops = 0;
+    double hops = 0;  ///< links crossed, each by its fraction of the bytes
   };
 
  protected:
@@ -554,7 +554,7 @@ class EngineCore {
       result_.timeline.flows.push_back(
           TimelineFlow{src, dst, stage_of_[src], op, Bytes(static_cast<int64_t>(f.bytes)), f.start, now_});
     }
-    result_.flow_byte_hops += f.bytes * static_cast<double>(f.hops);
+    result_.flow_byte_hops += f.bytes * f.hops;
     if (p2p) {
       push(now_ + sped_up(route_latency(src, dst), stream_speedup(src, program(src).op(op))), EvType::kTransferEnd, id,
            0);

@@ -16,6 +16,7 @@ FluidNetwork::FluidNetwork(const Topology& topo) : topo_(topo) {
   link_mark_.assign(n, 0);
   cap_left_.assign(n, 0.0);
   unfixed_.assign(n, 0);
+  unfixed_weight_.assign(n, 0.0);
   for (size_t i = 0; i < n; ++i) capacity_[i] = topo.link(static_cast<LinkId>(i)).bandwidth.value();
 }
 
@@ -41,7 +42,13 @@ FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owne
   f.dst = dst;
   f.active = true;
   f.route.clear();
-  topo_.route(src, dst, f.route);
+  f.frac.clear();
+  if (topo_.splits_flows()) {
+    topo_.route_split(src, dst, f.route, f.frac);
+    if (std::all_of(f.frac.begin(), f.frac.end(), [](double x) { return x == 1.0; })) f.frac.clear();
+  } else {
+    topo_.route(src, dst, f.route);
+  }
   for (LinkId l : f.route) {
     link_flows_[l].push_back(id);
     dirty_links_.push_back(l);
@@ -53,8 +60,9 @@ FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owne
 void FluidNetwork::finish(FlowId id) {
   Flow& f = flows_[id];
   SHARDSIM_ASSERT(f.active, "finishing an inactive flow");
-  for (LinkId l : f.route) {
-    link_bytes_[l] += f.bytes;
+  for (size_t i = 0; i < f.route.size(); ++i) {
+    const LinkId l = f.route[i];
+    link_bytes_[l] += f.frac.empty() ? f.bytes : f.bytes * f.frac[i];
     auto& v = link_flows_[l];
     auto it = std::find(v.begin(), v.end(), id);
     *it = v.back();
@@ -120,16 +128,25 @@ void FluidNetwork::update(SimTime now, std::vector<Finish>& out) {
   //    links, whose share c/n was at least s, so their share (c-s)/(n-1) can
   //    only grow. Heap keys are therefore lower bounds: a popped link whose
   //    share has grown is pushed back with its current share (lazy update).
+  //    With split flows n is the sum of the unfixed flows' fractions x on
+  //    the link, fixing one takes x·s, and (c-x·s)/(n-x) >= s still holds.
   for (LinkId l : comp_links_) {
     cap_left_[l] = capacity_[l];
     unfixed_[l] = static_cast<uint32_t>(link_flows_[l].size());
-    if (unfixed_[l] > 0) heap_push({cap_left_[l] / unfixed_[l], l});
+    unfixed_weight_[l] = static_cast<double>(unfixed_[l]);
+  }
+  for (FlowId f : comp_flows_) {
+    const Flow& fl = flows_[f];
+    for (size_t i = 0; i < fl.frac.size(); ++i) unfixed_weight_[fl.route[i]] -= 1.0 - fl.frac[i];
+  }
+  for (LinkId l : comp_links_) {
+    if (unfixed_[l] > 0) heap_push({cap_left_[l] / unfixed_weight_[l], l});
   }
   for (FlowId f : comp_flows_) flow_mark_[f] = 2;  // 2: unfixed, 0: fixed
   while (!heap_.empty()) {
     const ShareKey k = heap_pop();
     if (unfixed_[k.link] == 0) continue;
-    const double share = std::max(0.0, cap_left_[k.link]) / unfixed_[k.link];
+    const double share = std::max(0.0, cap_left_[k.link]) / unfixed_weight_[k.link];
     if (share > k.share * (1 + 1e-12)) {
       heap_push({share, k.link});
       continue;
@@ -139,9 +156,19 @@ void FluidNetwork::update(SimTime now, std::vector<Finish>& out) {
       flow_mark_[f] = 0;
       Flow& fl = flows_[f];
       fl.rate = share;
-      for (LinkId l : fl.route) {
-        cap_left_[l] -= share;
-        --unfixed_[l];
+      if (fl.frac.empty()) {
+        for (LinkId l : fl.route) {
+          cap_left_[l] -= share;
+          unfixed_weight_[l] -= 1.0;
+          --unfixed_[l];
+        }
+      } else {
+        for (size_t i = 0; i < fl.route.size(); ++i) {
+          const LinkId l = fl.route[i];
+          cap_left_[l] -= share * fl.frac[i];
+          unfixed_weight_[l] -= fl.frac[i];
+          --unfixed_[l];
+        }
       }
     }
   }
@@ -149,7 +176,14 @@ void FluidNetwork::update(SimTime now, std::vector<Finish>& out) {
   // Capacity: the rates on a link never exceed its bandwidth.
   for (LinkId l : comp_links_) {
     double sum = 0;
-    for (FlowId f : link_flows_[l]) sum += flows_[f].rate;
+    for (FlowId f : link_flows_[l]) {
+      const Flow& fl = flows_[f];
+      double x = 1.0;
+      for (size_t i = 0; i < fl.frac.size(); ++i) {
+        if (fl.route[i] == l) x = fl.frac[i];
+      }
+      sum += fl.rate * x;
+    }
     SHARDSIM_ASSERT(sum <= capacity_[l] * (1 + 1e-9), "link utilisation above 1");
   }
 #endif

@@ -6,12 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <tuple>
 
 #include "shardsim/app/fabric.h"
 #include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
+#include "shardsim/sim/fluid_network.h"
 #include "test_helpers.h"
 
 namespace shardsim {
@@ -183,6 +187,131 @@ void expect_error(const std::string& text, const std::string& where, int64_t dev
   }
 }
 
+/// Two leaves joined through two spines (25 GB/s each way), a NIC of
+/// 100 GB/s per device; a and c hang off one leaf, b and d off the other.
+std::unique_ptr<Topology> two_spines(Ecmp ecmp) {
+  GraphFabricSpec g;
+  g.ecmp = ecmp;
+  g.graph = std::make_shared<FabricGraph>(parse_fabric_graph(
+      R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; c [kind=gpu rank=2]; d [kind=gpu rank=3];
+      l1 [kind=switch]; l2 [kind=switch]; s1 [kind=switch]; s2 [kind=switch];
+      a -- l1 [bw_GBps=100 link=nic]; c -- l1 [bw_GBps=100 link=nic];
+      b -- l2 [bw_GBps=100 link=nic]; d -- l2 [bw_GBps=100 link=nic];
+      l1 -- s1 [bw_GBps=25 link=switch]; l1 -- s2 [bw_GBps=25 link=switch];
+      s1 -- l2 [bw_GBps=25 link=switch]; s2 -- l2 [bw_GBps=25 link=switch]; })",
+      "two_spines.dot"));
+  return make_graph_fabric(g);
+}
+
+/// When each flow of `flows` (source, destination, bytes), all started at 0
+/// on `topo`, would end at the rates the first update gives them.
+std::vector<double> lone_finish_s(const Topology& topo,
+                                  const std::vector<std::tuple<DeviceId, DeviceId, double>>& flows) {
+  FluidNetwork net(topo);
+  for (const auto& [a, b, bytes] : flows) net.add(a, b, bytes, 0, SimTime());
+  std::vector<FluidNetwork::Finish> done;
+  net.update(SimTime(), done);
+  std::vector<double> out(flows.size());
+  for (const auto& f : done) out[f.flow] = f.at.seconds();
+  return out;
+}
+
+// Hashed, a flow between the leaves takes one spine (25 GB/s: 1 GB in
+// 40 ms); split, half its bytes take each spine (50 GB/s: 20 ms). Beside a
+// hashed flow on one of its spines, the split flow puts half its rate r on
+// that spine's link, so r/2 + r = 25 GB/s: both run at 16.7 GB/s (60 ms).
+TEST(GraphFabric, SplitEcmpSpreadsAFlowOverTheEqualCostPaths) {
+  const auto hash = two_spines(Ecmp::kHash);
+  const auto split = two_spines(Ecmp::kSplit);
+  EXPECT_FALSE(hash->splits_flows());
+  EXPECT_TRUE(split->splits_flows());
+  EXPECT_NEAR(lone_finish_s(*hash, {{0, 1, 1e9}})[0], 0.040, 1e-12);
+  EXPECT_NEAR(lone_finish_s(*split, {{0, 1, 1e9}})[0], 0.020, 1e-12);
+  const auto both = lone_finish_s(*split, {{0, 1, 1e9}, {2, 3, 1e9}});
+  // The second flow is split too (every flow of a split fabric is): each
+  // spine carries half of both, 25 GB/s for two flows of 25 GB/s each.
+  EXPECT_NEAR(both[0], 0.040, 1e-12);
+  EXPECT_NEAR(both[1], 0.040, 1e-12);
+  std::vector<LinkId> links;
+  std::vector<double> frac;
+  split->route_split(0, 1, links, frac);
+  ASSERT_EQ(links.size(), 6u);  // NIC, both spines up and down, NIC
+  double total = 0;
+  for (double x : frac) total += x;
+  EXPECT_DOUBLE_EQ(total, 4.0);  // four hops, each carrying the whole flow between them
+}
+
+// The max-min rates under fixed split fractions, against a hand solution:
+// a split flow beside one that carries all its bytes on one link.
+TEST(GraphFabric, SplitFlowsShareLinksByWeightedMaxMin) {
+  const auto split = two_spines(Ecmp::kSplit);
+  // A topology whose one flow is pinned: the hashed fabric's route for c->d,
+  // given to the network as a split fabric's flow of fraction 1.
+  class Mixed final : public Topology {
+   public:
+    Mixed(const Topology& split, const Topology& hash) : split_(split), hash_(hash) {
+      for (size_t i = 0; i < split.num_links(); ++i) links_.push_back(split.link(static_cast<LinkId>(i)));
+    }
+    FabricKind kind() const override { return FabricKind::kGraph; }
+    int64_t num_devices() const override { return 4; }
+    void route(DeviceId a, DeviceId b, std::vector<LinkId>& out) const override { hash_.route(a, b, out); }
+    bool splits_flows() const override { return true; }
+    void route_split(DeviceId a, DeviceId b, std::vector<LinkId>& l, std::vector<double>& f) const override {
+      if (a == 2) {
+        Topology::route_split(a, b, l, f);
+      } else {
+        split_.route_split(a, b, l, f);
+      }
+    }
+    std::string link_name(LinkId) const override { return "link"; }
+
+   private:
+    const Topology& split_;
+    const Topology& hash_;
+  };
+  const auto hash = two_spines(Ecmp::kHash);
+  const Mixed mixed(*split, *hash);
+  const auto t = lone_finish_s(mixed, {{0, 1, 1e9}, {2, 3, 1e9}});
+  EXPECT_NEAR(t[0], 1e9 / (25e9 / 1.5), 1e-12);
+  EXPECT_NEAR(t[1], 1e9 / (25e9 / 1.5), 1e-12);
+}
+
+// On generated fabrics, a split flow is conserved at every node: the
+// fractions leaving the source and entering the destination sum to 1,
+// every switch passes on what it receives, and the hashed path is one of
+// the DAG's paths.
+TEST(GraphFabric, SplitFractionsAreConservedAtEveryNode) {
+  for (const bool multi : {false, true}) {
+    SCOPED_TRACE(multi ? "multi-plane" : "dragonfly");
+    GraphFabricSpec g;
+    g.graph = std::make_shared<FabricGraph>(multi ? multi_plane_graph(8, 8, 450, 50, 4, 950, 2000, 500)
+                                                  : dragonfly_graph(4, 4, 4, 50, 100, 50, 2000, 500));
+    g.ecmp = Ecmp::kSplit;
+    const auto split = make_graph_fabric(g);
+    g.ecmp = Ecmp::kHash;
+    const auto hash = make_graph_fabric(g);
+    const FabricGraph& graph = *g.graph;
+    for (const auto& [a, b] : std::vector<std::pair<DeviceId, DeviceId>>{{0, 1}, {0, 9}, {3, 60}, {63, 8}}) {
+      std::vector<LinkId> links, path;
+      std::vector<double> frac;
+      split->route_split(a, b, links, frac);
+      hash->route(a, b, path);
+      std::map<uint32_t, double> net;  // per node: in - out
+      for (size_t i = 0; i < links.size(); ++i) {
+        net[graph.links[links[i]].to] += frac[i];
+        net[graph.links[links[i]].from] -= frac[i];
+      }
+      for (const auto& [node, x] : net) {
+        const double want = graph.nodes[node].device && graph.nodes[node].rank == static_cast<int64_t>(a)   ? -1.0
+                            : graph.nodes[node].device && graph.nodes[node].rank == static_cast<int64_t>(b) ? 1.0
+                                                                                                            : 0.0;
+        EXPECT_NEAR(x, want, 1e-12) << graph.nodes[node].id;
+      }
+      for (LinkId l : path) EXPECT_NE(std::find(links.begin(), links.end(), l), links.end());
+    }
+  }
+}
+
 TEST(GraphFabric, BadGraphsAreInputErrorsNamingTheNodeOrEdge) {
   const std::string ok = R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; s [kind=switch];
     a -- s [bw_GBps=50 link=nic]; b -- s [bw_GBps=50 link=nic]; })";
@@ -224,7 +353,7 @@ TEST(GraphFabric, ScenarioFabricErrorsNameTheField) {
            {R"({"kind": "graph", "generate": "fat_tree", "file": "x.dot"})", "/cluster/fabric/generate: expected one"},
            {R"({"kind": "graph", "file": "missing.graphml"})", "cannot read the graph file"},
            {R"({"kind": "graph", "generate": "dragonfly", "groups": 3})", "/cluster/fabric/routers_per_group"},
-           {R"({"kind": "graph", "generate": "fat_tree", "ecmp": "split"})", "/cluster/fabric/ecmp"},
+           {R"({"kind": "graph", "generate": "fat_tree", "ecmp": "spray"})", "/cluster/fabric/ecmp"},
            {R"({"kind": "graph", "generate": "fat_tree", "gpus_per_nod": 8})", "/cluster/fabric/gpus_per_nod"}}) {
     try {
       testing::scenario(base + fabric + plan);
@@ -232,6 +361,16 @@ TEST(GraphFabric, ScenarioFabricErrorsNameTheField) {
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
     }
+  }
+  // SimGrid routes a flow on one path.
+  const std::string split = base + R"({"kind": "graph", "generate": "fat_tree", "ecmp": "split"})" + plan;
+  EXPECT_NO_THROW(testing::scenario(split));
+  try {
+    testing::scenario(split.substr(0, split.size() - 1) + R"(, "simulator": {"backend": "simgrid"}})");
+    ADD_FAILURE() << "split ECMP accepted on SimGrid";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/cluster/fabric/ecmp: \"split\" needs the native backend"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -11,13 +11,19 @@
 // destination hangs off, computed on first use and kept, 2 bytes per node.
 // A route walks from the source; at each node the equal-cost next hops are
 // the neighbours v with w(u, v) + dist(v, d) = dist(u, d) (Ecmp::kHash
-// picks one by a hash of source, destination and node).
+// picks one by a hash of source, destination and node). Ecmp::kSplit
+// spreads a flow over all of them instead: the source holds all of it, and
+// every node divides what reaches it evenly over its equal-cost next hops
+// (nodes taken in order of falling cost to d, so each is complete before it
+// divides), which gives each link of the shortest-path DAG its fraction.
 #include <algorithm>
 #include <array>
 #include <limits>
 #include <mutex>
 #include <numeric>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "shardsim/core/error.h"
 #include "shardsim/topology/fabric_graph.h"
@@ -34,7 +40,7 @@ uint32_t cost(LinkKind k) {
 
 class GraphFabric final : public Topology {
  public:
-  explicit GraphFabric(const GraphFabricSpec& spec) : graph_(spec.graph) {
+  explicit GraphFabric(const GraphFabricSpec& spec) : graph_(spec.graph), split_(spec.ecmp == Ecmp::kSplit) {
     const FabricGraph& g = *graph_;
     const size_t n = g.nodes.size();
     out_.resize(n);
@@ -101,6 +107,33 @@ class GraphFabric final : public Topology {
     routes_.try_emplace(key, out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
   }
 
+  bool splits_flows() const override { return split_; }
+
+  /// Split routes are kept per (source, destination) too.
+  void route_split(DeviceId src, DeviceId dst, std::vector<LinkId>& links,
+                   std::vector<double>& fractions) const override {
+    if (!split_) {
+      Topology::route_split(src, dst, links, fractions);
+      return;
+    }
+    if (src == dst) return;
+    const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = splits_.find(key); it != splits_.end()) {
+        links.insert(links.end(), it->second.first.begin(), it->second.first.end());
+        fractions.insert(fractions.end(), it->second.second.begin(), it->second.second.end());
+        return;
+      }
+    }
+    std::pair<std::vector<LinkId>, std::vector<double>> r;
+    spread(src, dst, r.first, r.second);
+    links.insert(links.end(), r.first.begin(), r.first.end());
+    fractions.insert(fractions.end(), r.second.begin(), r.second.end());
+    std::lock_guard<std::mutex> lock(mutex_);
+    splits_.try_emplace(key, std::move(r));
+  }
+
   std::string link_name(LinkId id) const override {
     const FabricGraph::Link& l = graph_->links[id];
     return std::string(to_string(l.kind)) + " " + graph_->nodes[l.from].id + " -> " + graph_->nodes[l.to].id;
@@ -115,19 +148,55 @@ class GraphFabric final : public Topology {
     uint64_t h = (static_cast<uint64_t>(src) << 32 | dst) * 0x9E3779B97F4A7C15ull;
     std::vector<std::pair<LinkId, uint32_t>> next;
     while (u != d) {
-      next.clear();
-      for (const auto& [link, v] : out_[u]) {
-        const uint32_t w = cost(links_[link].kind);
-        if (w > left) continue;
-        if (v == d ? w == left : transit_[v] && distance(v, d) == left - w) next.emplace_back(link, v);
-      }
-      SHARDSIM_ASSERT(!next.empty(), "a shortest path continues");
+      next_hops(u, d, left, next);
       h ^= h >> 29;
       h *= 0xBF58476D1CE4E5B9ull;
       const auto& [link, v] = next[static_cast<size_t>((h >> 17) % next.size())];
       out.push_back(link);
       left -= cost(links_[link].kind);
       u = v;
+    }
+  }
+
+  /// The equal-cost next hops from node u, `left` from device node d:
+  /// (link, node) for every link that starts a shortest path on.
+  void next_hops(uint32_t u, uint32_t d, uint32_t left, std::vector<std::pair<LinkId, uint32_t>>& next) const {
+    next.clear();
+    for (const auto& [link, v] : out_[u]) {
+      const uint32_t w = cost(links_[link].kind);
+      if (w > left) continue;
+      if (v == d ? w == left : transit_[v] && distance(v, d) == left - w) next.emplace_back(link, v);
+    }
+    SHARDSIM_ASSERT(!next.empty(), "a shortest path continues");
+  }
+
+  /// The shortest-path DAG from src to dst with each link's fraction of a
+  /// flow split evenly at every node (top of the file).
+  void spread(DeviceId src, DeviceId dst, std::vector<LinkId>& links, std::vector<double>& fractions) const {
+    const uint32_t d = node_of_rank_[dst];
+    const uint32_t s = node_of_rank_[src];
+    const uint32_t total = distance(s, d);
+    SHARDSIM_ASSERT(total != kFar, "a graph fabric routes every device to every other (checked on load)");
+    // at[c]: nodes c from d with the fraction of the flow that reached them.
+    std::vector<std::vector<std::pair<uint32_t, double>>> at(total + 1);
+    at[total].emplace_back(s, 1.0);
+    std::vector<std::pair<LinkId, uint32_t>> next;
+    for (uint32_t left = total; left > 0; --left) {
+      auto& nodes = at[left];
+      std::sort(nodes.begin(), nodes.end());
+      for (size_t i = 0; i < nodes.size();) {
+        const uint32_t u = nodes[i].first;
+        double share = 0;
+        for (; i < nodes.size() && nodes[i].first == u; ++i) share += nodes[i].second;
+        next_hops(u, d, left, next);
+        share /= static_cast<double>(next.size());
+        for (const auto& [link, v] : next) {
+          links.push_back(link);
+          fractions.push_back(share);
+          if (v != d) at[left - cost(links_[link].kind)].emplace_back(v, share);
+        }
+      }
+      nodes = {};
     }
   }
 
@@ -181,6 +250,7 @@ class GraphFabric final : public Topology {
   }
 
   std::shared_ptr<const FabricGraph> graph_;
+  bool split_ = false;
   std::vector<std::vector<std::pair<LinkId, uint32_t>>> out_, in_;
   std::vector<char> transit_;
   std::vector<uint32_t> node_of_rank_;
@@ -190,6 +260,7 @@ class GraphFabric final : public Topology {
   mutable std::mutex mutex_;
   mutable std::unordered_map<uint32_t, std::vector<uint16_t>> tables_;
   mutable std::unordered_map<uint64_t, std::vector<LinkId>> routes_;
+  mutable std::unordered_map<uint64_t, std::pair<std::vector<LinkId>, std::vector<double>>> splits_;
 };
 
 }  // namespace

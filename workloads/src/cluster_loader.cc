@@ -231,7 +231,7 @@ FatTreeSpec parse_graph_fabric(ObjectReader& r, const Json& j, const ChipSpec& c
       has_gen ? fr.choice("generate", {"fat_tree", "nvl72", "multi_plane", "rail_only", "dragonfly"}, "") : "";
   FatTreeSpec f = parse_fat_tree(fr, chip, devices, c);
   const double ici = fr.number_in("ici_efficiency", 0.01, 1, 1.0);
-  fr.choice("ecmp", {"hash"}, "hash");
+  const bool split = fr.choice("ecmp", {"hash", "split"}, "hash") == "split";
   auto graph = std::make_shared<FabricGraph>();
   const double nvl_ns = f.nvlink_latency.seconds() * 1e9;
   const double nic_ns = f.nic_latency.seconds() * 1e9;
@@ -263,6 +263,7 @@ FatTreeSpec parse_graph_fabric(ObjectReader& r, const Json& j, const ChipSpec& c
   for (auto it = j.begin(); it != j.end(); ++it) r.has(it.key());  // checked by fr.done()
   check_fabric_graph(*graph, where, devices);
   c.graph.graph = graph;
+  c.graph.ecmp = split ? Ecmp::kSplit : Ecmp::kHash;
   c.graph.efficiency[static_cast<size_t>(LinkKind::kIci)] = ici;
   c.graph.efficiency[static_cast<size_t>(LinkKind::kNvlink)] = f.nvlink_efficiency;
   c.graph.efficiency[static_cast<size_t>(LinkKind::kNic)] = f.nic_efficiency;

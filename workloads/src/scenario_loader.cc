@@ -323,6 +323,12 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);
   if (r.has("simulator")) sc.simulator = parse_simulator(r.raw("simulator"), name, sc.cluster.link_speedup);
+  if (sc.simulator.backend == SimulatorSpec::Backend::kSimgrid && sc.cluster.fabric == FabricKind::kGraph &&
+      sc.cluster.graph.ecmp == Ecmp::kSplit) {
+    // SimGrid routes each flow on one path.
+    throw InputError(name, "/cluster/fabric/ecmp",
+                     "\"split\" needs the native backend (SimGrid routes a flow on one path); use \"hash\"");
+  }
   sc.cluster.collective.nccl.bandwidth_speedup = sc.cluster.link_speedup[static_cast<size_t>(LinkKind::kNvlink)];
   if (serving) sc.serving = parse_serving(r.raw("serving"), name, sc);
   r.done();

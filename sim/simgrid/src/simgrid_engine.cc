@@ -180,7 +180,7 @@ class SimgridEngine : public detail::EngineCore<SimgridEngine> {
     topo_.route(done.src, done.dst, route_);
     for (LinkId l : route_) link_bytes_[l] += done.bytes;
     DoneFlow reported = done;
-    reported.hops = route_.size();
+    reported.hops = static_cast<double>(route_.size());
     flow_done(reported);
   }
 

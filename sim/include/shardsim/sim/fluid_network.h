@@ -12,7 +12,9 @@ namespace shardsim {
 using FlowId = uint32_t;
 
 /// Active flows over a Topology's links. Rates follow max-min fairness
-/// (progressive filling, Bertsekas & Gallager, "Data Networks", 6.5.2) and
+/// (progressive filling, Bertsekas & Gallager, "Data Networks", 6.5.2; a
+/// flow split over several paths puts the fraction x_l of its rate r on
+/// link l, and a link's constraint is sum of x_l·r <= bandwidth) and
 /// are recomputed only for the connected component of flows and links that a
 /// start or end touched, once per simulated instant (update()).
 /// Invariant: after update(), the rates on every link sum to at most its
@@ -44,7 +46,15 @@ class FluidNetwork {
   SimTime start(FlowId f) const { return flows_[f].start; }
   double bytes(FlowId f) const { return flows_[f].bytes; }
   double rate(FlowId f) const { return flows_[f].rate; }
-  size_t hops(FlowId f) const { return flows_[f].route.size(); }
+  /// Links crossed, each counted by its fraction of the flow's bytes (a
+  /// flow split over equal-cost paths crosses more links, each with part).
+  double hops(FlowId f) const {
+    const Flow& fl = flows_[f];
+    if (fl.frac.empty()) return static_cast<double>(fl.route.size());
+    double h = 0;
+    for (double x : fl.frac) h += x;
+    return h;
+  }
   /// Bytes carried by each link so far (for conservation checks).
   const std::vector<double>& link_bytes() const { return link_bytes_; }
   size_t active_flows() const { return active_; }
@@ -57,6 +67,9 @@ class FluidNetwork {
     SimTime last;  // when remaining was last brought up to date
     SimTime start;
     std::vector<LinkId> route;
+    /// Per route link, the fraction of the flow it carries (Topology::
+    /// route_split); empty when every link carries all of it.
+    std::vector<double> frac;
     uint32_t owner = 0;
     uint32_t version = 0;
     DeviceId src = 0, dst = 0;
@@ -86,7 +99,8 @@ class FluidNetwork {
   std::vector<LinkId> comp_links_;
   std::vector<FlowId> comp_flows_;
   std::vector<double> cap_left_;
-  std::vector<uint32_t> unfixed_;
+  std::vector<uint32_t> unfixed_;       ///< per link: flows not yet fixed
+  std::vector<double> unfixed_weight_;  ///< per link: their fractions' sum
   size_t active_ = 0;
 };
 

@@ -59,10 +59,13 @@ void check_fabric_graph(const FabricGraph& g, const std::string& name, int64_t d
 std::string fabric_graphml(const FabricGraph& g);
 std::string fabric_dot(const FabricGraph& g);
 
-/// How a flow picks among equal-cost shortest paths. kHash: one path per
+/// How a flow uses equal-cost shortest paths. kHash: one path per
 /// (source, destination), chosen at each hop by a hash of the pair, as
-/// switches hash a flow's 5-tuple.
-enum class Ecmp : uint8_t { kHash };
+/// switches hash a flow's 5-tuple. kSplit: at every node the flow's bytes
+/// divide evenly over the equal-cost next hops (per-packet spraying, or
+/// adaptive routing in its balanced limit), so a flow crosses the links of
+/// its shortest-path DAG each with a fraction of its bytes.
+enum class Ecmp : uint8_t { kHash, kSplit };
 
 /// Efficiencies applied to line rates, by link kind (as the built-in
 /// fabrics apply them: NVLink ring efficiency, NIC efficiency, ICI).

@@ -125,6 +125,18 @@ class Topology {
   const LinkSpec& link(LinkId id) const { return links_[id]; }
   /// Appends the links from src to dst (empty when src == dst).
   virtual void route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const = 0;
+  /// Whether a flow is split over several paths (a graph fabric with ecmp
+  /// "split"); route() then gives one representative path of them.
+  virtual bool splits_flows() const { return false; }
+  /// The links a flow from src to dst crosses and the fraction of its bytes
+  /// each carries, appended to the two lists: the links of route() with
+  /// fraction 1, unless splits_flows().
+  virtual void route_split(DeviceId src, DeviceId dst, std::vector<LinkId>& links,
+                           std::vector<double>& fractions) const {
+    const size_t first = links.size();
+    route(src, dst, links);
+    fractions.resize(fractions.size() + links.size() - first, 1.0);
+  }
   /// Human-readable name of a link for traces and errors.
   virtual std::string link_name(LinkId id) const = 0;
 
