@@ -33,6 +33,10 @@ Usage:
                            the same program; collectives over dp still move
                            every member's data). auto (default): on above
                            2048 devices. sim.simulated_devices says which.
+                           Where it is exact (rail-optimised two-tier fat
+                           tree, tp = a whole node) only tensor-parallel
+                           rank 0 runs too (sim.rail_shortcut; --set
+                           simulator.rail_shortcut=false runs every rank).
       --backend B          native (default): shardsim's max-min fluid network;
                            simgrid: SimGrid decides how flows share links (in
                            a worker process; CM02 by default, or LV08 with

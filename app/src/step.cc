@@ -67,6 +67,7 @@ EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>
   opt.trace_devices = trace_devices;
   opt.collective = s.cluster.collective;
   opt.replica_shortcut = replica_shortcut;
+  opt.rail_shortcut = s.simulator.rail_shortcut;
   opt.calibration = s.cluster.calibration.get();
   opt.compute_speedup = s.simulator.speedup.compute;
   opt.stream_speedup = s.simulator.speedup.stream;
@@ -200,6 +201,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.sim.devices = s.cluster.devices;
   r.sim.ops_per_device = static_cast<int64_t>(max_ops);
   r.sim.simulated_devices = er.active_devices;
+  r.sim.rail_shortcut = er.rail_shortcut;
   r.sim.wall_s = wall;
   r.sim.backend = backend;
   run.timeline = std::move(er.timeline);
@@ -277,10 +279,12 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   }
   detail::appendf(
       o,
-      "  simulation         %s: %llu events, %llu flows, %lld ops per device, %lld of %lld devices run, %.3f s wall\n",
+      "  simulation         %s: %llu events, %llu flows, %lld ops per device, %lld of %lld devices run%s, %.3f s "
+      "wall\n",
       r.sim.backend.c_str(), static_cast<unsigned long long>(r.sim.events),
       static_cast<unsigned long long>(r.sim.flows), static_cast<long long>(r.sim.ops_per_device),
-      static_cast<long long>(r.sim.simulated_devices), static_cast<long long>(r.devices), r.sim.wall_s);
+      static_cast<long long>(r.sim.simulated_devices), static_cast<long long>(r.devices),
+      r.sim.rail_shortcut ? " (tensor-parallel rank 0 stands for its rails)" : "", r.sim.wall_s);
   return o;
 }
 

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rail_shortcut.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/collective.h"
 #include "shardsim/sim/compute_model.h"
@@ -191,6 +192,11 @@ class EngineCore {
     if (opt.replica_shortcut) {
       for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kDp) == 0;
     }
+    rail_shortcut_ = opt.rail_shortcut && rail_shortcut_is_exact(ps, mesh, topo, opt.trace_devices);
+    if (rail_shortcut_) {
+      for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kTp) == 0;
+    }
+    result_.rail_shortcut = rail_shortcut_;
     stage_of_.resize(devices_);
     rem_offset_.resize(devices_ + 1, 0);
     for (uint32_t d = 0; d < devices_; ++d) {
@@ -426,6 +432,7 @@ class EngineCore {
     if (opt_.replica_shortcut && (o.axes & axis_bit(MeshAxis::kDp))) {
       size /= static_cast<uint32_t>(mesh_.size(MeshAxis::kDp));
     }
+    if (rail_shortcut_ && (o.axes & axis_bit(MeshAxis::kTp))) size /= static_cast<uint32_t>(mesh_.size(MeshAxis::kTp));
     if (++arrivals_[slot] < size) return;
     launch(d, op);
   }
@@ -684,6 +691,7 @@ class EngineCore {
   size_t streams_ = 1;
   std::vector<SimTime> compute_by_kind_;  // [device][compute kind]
   std::vector<SimTime> stream_busy_;      // [device][stream]: communication ops in flight
+  bool rail_shortcut_ = false;            ///< only tensor-parallel rank 0 runs
   std::vector<int> trace_index_;          ///< devices whose spans are recorded
   std::vector<bool> flows_traced_;        ///< trace_devices: their flows too
   std::vector<std::vector<SimTime>> trace_starts_;

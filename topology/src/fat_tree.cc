@@ -51,6 +51,13 @@ class FatTree final : public Topology {
   int64_t num_devices() const override { return devices_; }
   int64_t node_of(DeviceId d) const override { return d / spec_.gpus_per_node; }
   int64_t gpus_per_node() const override { return spec_.gpus_per_node; }
+  /// Rail-optimised with two tiers: GPU r of every node reaches GPU r of
+  /// another over its NIC, rail r's leaves and their uplinks only (three
+  /// tiers share the pods' links between rails); whole nodes only.
+  int64_t rail_group() const override {
+    if (!spec_.rail_optimized || pods_ > 0 || devices_ % spec_.gpus_per_node != 0) return 0;
+    return spec_.gpus_per_node;
+  }
 
   void route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const override {
     if (src == dst) return;

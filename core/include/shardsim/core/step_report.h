@@ -93,6 +93,7 @@ struct StepReport {
     int64_t devices = 0;
     int64_t ops_per_device = 0;     ///< of the largest stage program
     int64_t simulated_devices = 0;  ///< devices whose programs ran (replica shortcut: fewer)
+    bool rail_shortcut = false;     ///< only tensor-parallel rank 0 ran (exact; EngineOptions)
     std::string backend = "native";
   } sim;
 };

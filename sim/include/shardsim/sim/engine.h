@@ -34,6 +34,15 @@ struct EngineOptions {
   /// (their contention is modelled). Traffic that stays inside other replicas
   /// (tp collectives, pipeline transfers) is not simulated.
   bool replica_shortcut = false;
+  /// Simulate only tensor-parallel rank 0 where that is exact: the fabric
+  /// keeps each local rank's traffic between nodes on its own rail, on links
+  /// no other rank's traffic crosses (Topology::rail_group), tensor-parallel
+  /// groups are whole nodes, and no collective or transfer mixes tensor-
+  /// parallel ranks except the tensor-parallel collectives (whose flows
+  /// still cover every member). Every rank then sees what rank 0 sees.
+  /// EngineResult::rail_shortcut says whether it ran; traced devices must be
+  /// of rank 0 for it to.
+  bool rail_shortcut = false;
   /// Non-zero: devices start their first ops in an order shuffled with this
   /// seed instead of by id. Results must not depend on it (a test checks);
   /// it perturbs the order of same-instant events.
@@ -62,6 +71,8 @@ struct EngineResult {
   double flow_byte_hops = 0;
   /// Devices whose programs ran (all, or replica 0 with the shortcut).
   int64_t active_devices = 0;
+  /// Whether only tensor-parallel rank 0 ran (EngineOptions::rail_shortcut).
+  bool rail_shortcut = false;
   /// On the critical device: compute time by op kind, and how long each
   /// communication stream had an op in flight (streams overlap each other
   /// and compute, so these need not sum to the step time).

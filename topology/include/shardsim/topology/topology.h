@@ -150,6 +150,13 @@ class Topology {
   /// scenario loader, right after construction.
   void speed_up_links(const std::array<double, kLinkKinds>& factor);
 
+  /// The size of the device blocks (aligned, consecutive ids) whose members
+  /// are rails: traffic between devices of one local rank in different
+  /// blocks crosses only links that no other rank's such traffic crosses,
+  /// and none that traffic inside a block uses. 0 when the fabric has no
+  /// such rails (EngineOptions::rail_shortcut).
+  virtual int64_t rail_group() const { return 0; }
+
   /// GPU clusters: NVSwitch node of a device; tori: 0.
   virtual int64_t node_of(DeviceId) const { return 0; }
   virtual int64_t gpus_per_node() const { return 1; }

@@ -1,0 +1,90 @@
+// The rail shortcut (EngineOptions::rail_shortcut): where the fabric keeps
+// each local rank's traffic between nodes on its own rail and tensor-
+// parallel groups are whole nodes, simulating tensor-parallel rank 0 alone
+// gives the step of the full simulation (the oracle), for dense, pipelined,
+// context-parallel, FSDP and expert-parallel plans, with and without the
+// replica shortcut; where any condition fails, every rank runs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "shardsim/app/step.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+/// 64 GPUs in 8-GPU nodes on a rail-optimised two-tier fat tree with two
+/// nodes per leaf and 2:1 oversubscribed leaf uplinks, so that rails carry
+/// contended traffic. `fabric_extra` adds fabric keys, `plan` is the plan.
+std::string rail_scenario(const std::string& model, const std::string& plan, const std::string& fabric_extra = "") {
+  return R"({"model": )" + model + R"(, "cluster": {"chip": "h100-sxm", "devices": 64,
+    "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8, "nics_per_leaf": 2, "oversubscription": 2)" +
+         fabric_extra + R"(}}, "plan": )" + plan + "}";
+}
+
+const char* kDense = R"({"name": "dense", "layers": 8, "hidden": 4096, "ffn_hidden": 14336, "heads": 32,
+    "kv_heads": 8, "vocab": 32000})";
+const char* kMoe = R"({"name": "moe", "layers": 4, "hidden": 2048, "ffn_hidden": 8192, "heads": 16, "kv_heads": 8,
+    "vocab": 32000, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 4096}})";
+
+StepRun run(const std::string& json, bool rail, ReplicaShortcut replica = ReplicaShortcut::kOff) {
+  SimulateOptions opt;
+  opt.replica_shortcut = replica;
+  opt.timing = false;
+  return simulate_step(testing::scenario(json, {{"simulator.rail_shortcut", rail ? "true" : "false"}}), opt);
+}
+
+TEST(RailShortcut, RankZeroAloneGivesTheFullStep) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {kDense, R"({"dp": 8, "tp": 8, "zero": 1, "sequence_parallel": true, "global_batch": 16, "seq_len": 2048})"},
+      {kDense, R"({"dp": 4, "tp": 8, "pp": 2, "schedule": "interleaved", "virtual_stages": 2, "zero": 1,
+                  "global_batch": 16, "seq_len": 2048})"},
+      {kDense, R"({"dp": 4, "tp": 8, "cp": 2, "zero": 3, "global_batch": 8, "seq_len": 4096})"},
+      {kMoe, R"({"dp": 8, "tp": 8, "ep": 4, "zero": 1, "sequence_parallel": true, "global_batch": 16,
+                "seq_len": 2048})"}};
+  for (const auto& [model, plan] : cases) {
+    SCOPED_TRACE(plan);
+    const std::string json = rail_scenario(model, plan);
+    for (const ReplicaShortcut replica : {ReplicaShortcut::kOff, ReplicaShortcut::kOn}) {
+      const StepRun full = run(json, false, replica);
+      const StepRun rail = run(json, true, replica);
+      EXPECT_FALSE(full.report.sim.rail_shortcut);
+      ASSERT_TRUE(rail.report.sim.rail_shortcut);
+      EXPECT_EQ(rail.report.sim.simulated_devices, full.report.sim.simulated_devices / 8);
+      EXPECT_NEAR(rail.report.step_time_s, full.report.step_time_s, 1e-9 * full.report.step_time_s);
+      EXPECT_NEAR(rail.report.breakdown.exposed_comm_s, full.report.breakdown.exposed_comm_s,
+                  1e-9 * full.report.step_time_s);
+      EXPECT_EQ(rail.report.memory.peak_bytes_per_device, full.report.memory.peak_bytes_per_device);
+      EXPECT_LT(rail.report.sim.events, full.report.sim.events);
+    }
+  }
+}
+
+// Every condition, broken alone, makes every rank run.
+TEST(RailShortcut, FallsBackWhereRanksWouldDiffer) {
+  const std::string plan = R"({"dp": 8, "tp": 8, "zero": 1, "global_batch": 16, "seq_len": 2048})";
+  EXPECT_TRUE(run(rail_scenario(kDense, plan), true).report.sim.rail_shortcut);
+  // Leaves that serve consecutive GPUs carry every rank's traffic.
+  EXPECT_FALSE(run(rail_scenario(kDense, plan, R"(, "rail_optimized": false)"), true).report.sim.rail_shortcut);
+  // Three tiers: the pods' links carry every rail.
+  EXPECT_FALSE(run(rail_scenario(kDense, plan, R"(, "tiers": 3, "leaves_per_pod": 4)"), true).report.sim.rail_shortcut);
+  // Tensor-parallel groups of half a node: the node's other ranks talk over
+  // the same NVLinks.
+  EXPECT_FALSE(
+      run(rail_scenario(kDense, R"({"dp": 16, "tp": 4, "zero": 1, "global_batch": 16, "seq_len": 2048})"), true)
+          .report.sim.rail_shortcut);
+  // Tensor parallelism not innermost in the mesh.
+  EXPECT_FALSE(run(rail_scenario(kDense, R"({"dp": 8, "tp": 8, "zero": 1, "global_batch": 16, "seq_len": 2048,
+                                             "mesh_order": ["dp", "tp", "cp", "pp"]})"),
+                   true)
+                   .report.sim.rail_shortcut);
+  // A traced device of another rank must run.
+  SimulateOptions opt;
+  opt.trace_devices = {3};
+  opt.replica_shortcut = ReplicaShortcut::kOff;
+  EXPECT_FALSE(simulate_step(testing::scenario(rail_scenario(kDense, plan)), opt).report.sim.rail_shortcut);
+}
+
+}  // namespace
+}  // namespace shardsim
