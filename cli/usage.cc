@@ -32,7 +32,9 @@ Usage:
       --replica-shortcut   simulate only data-parallel replica 0 (replicas run
                            the same program; collectives over dp still move
                            every member's data). auto (default): on above
-                           2048 devices. sim.simulated_devices says which.
+                           2048 devices, and where it is exact (a replica is
+                           one NVSwitch node). sim.simulated_devices says
+                           which.
                            Where it is exact (rail-optimised two-tier fat
                            tree, tp = a whole node) only tensor-parallel
                            rank 0 runs too (sim.rail_shortcut; --set

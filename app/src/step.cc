@@ -208,9 +208,17 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   return run;
 }
 
+bool replica_is_a_node(const Scenario& s) {
+  if (s.cluster.fabric != FabricKind::kNvswitchFatTree) return false;
+  const int64_t g = s.cluster.fat_tree.gpus_per_node;
+  const Mesh mesh = build_mesh(s.plan);
+  return s.plan.tp * s.plan.cp * s.plan.pp == g && s.cluster.devices % g == 0 && mesh.size(MeshAxis::kEp) == 1 &&
+         mesh.size(MeshAxis::kDs) == 1 && s.plan.mesh_order.back() == MeshAxis::kDp;
+}
+
 bool use_replica_shortcut(const Scenario& s, ReplicaShortcut mode) {
   if (s.plan.dp <= 1 || mode == ReplicaShortcut::kOff) return false;
-  return mode == ReplicaShortcut::kOn || s.cluster.devices > kReplicaShortcutDevices;
+  return mode == ReplicaShortcut::kOn || s.cluster.devices > kReplicaShortcutDevices || replica_is_a_node(s);
 }
 
 StepRun simulate_step(const Scenario& s, const SimulateOptions& options) {

@@ -68,8 +68,8 @@ def _overrides(overrides):
 def simulate(scenario, overrides=None, *, replica_shortcut="auto", timing=True):
     """Simulates one step; returns the dict of ``shardsim simulate --json``.
 
-    replica_shortcut: "auto" (one data-parallel replica from 2048 devices up),
-    "on" or "off". timing=False zeroes the wall time (byte-identical results).
+    replica_shortcut: "auto" (one data-parallel replica from 2048 devices up,
+    or where a replica is one NVSwitch node and that is exact), "on" or "off". timing=False zeroes the wall time (byte-identical results).
     """
     text, is_path = _scenario(scenario)
     return json.loads(_shardsim.simulate(text, is_path, _overrides(overrides), "", [], replica_shortcut, timing))

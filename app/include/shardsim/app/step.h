@@ -24,11 +24,21 @@ struct StepRun {
 };
 
 /// Whether one data-parallel replica stands for all (EngineOptions::
-/// replica_shortcut): kAuto from 2048 devices up, kOn whenever dp > 1.
+/// replica_shortcut): kAuto from 2048 devices up or where it is exact, kOn
+/// whenever dp > 1.
 enum class ReplicaShortcut : uint8_t { kAuto, kOn, kOff };
 
-/// The one rule every caller applies: kOn and kAuto above
-/// kReplicaShortcutDevices simulate replica 0 alone when dp > 1.
+/// Whether a data-parallel replica of `s` is exactly one NVSwitch node of a
+/// fat tree (tp·cp·pp = gpus_per_node, dp outermost, no expert or hybrid-
+/// shard split of dp): its own traffic then stays on the node's NVLinks and
+/// all traffic between replicas on NICs and switches, whose flows the
+/// replica shortcut lays for every member, so replica 0 standing for all is
+/// exact, not an estimate.
+bool replica_is_a_node(const Scenario& s);
+
+/// The one rule every caller applies: kOn, and kAuto above
+/// kReplicaShortcutDevices or where replica_is_a_node, simulate replica 0
+/// alone when dp > 1.
 inline constexpr int64_t kReplicaShortcutDevices = 2048;
 bool use_replica_shortcut(const Scenario& s, ReplicaShortcut mode);
 

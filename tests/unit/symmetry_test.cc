@@ -1,9 +1,11 @@
-// The rail shortcut (EngineOptions::rail_shortcut): where the fabric keeps
-// each local rank's traffic between nodes on its own rail and tensor-
-// parallel groups are whole nodes, simulating tensor-parallel rank 0 alone
-// gives the step of the full simulation (the oracle), for dense, pipelined,
-// context-parallel, FSDP and expert-parallel plans, with and without the
-// replica shortcut; where any condition fails, every rank runs.
+// Symmetry shortcuts against the full simulation (the oracle). The rail
+// shortcut (EngineOptions::rail_shortcut): where the fabric keeps each local
+// rank's traffic between nodes on its own rail and tensor-parallel groups
+// are whole nodes, simulating tensor-parallel rank 0 alone gives the full
+// step, for dense, pipelined, context-parallel, FSDP and expert-parallel
+// plans, with and without the replica shortcut; where any condition fails,
+// every rank runs. The replica shortcut is exact, and on by default at any
+// size, where a replica is one NVSwitch node.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -84,6 +86,36 @@ TEST(RailShortcut, FallsBackWhereRanksWouldDiffer) {
   opt.trace_devices = {3};
   opt.replica_shortcut = ReplicaShortcut::kOff;
   EXPECT_FALSE(simulate_step(testing::scenario(rail_scenario(kDense, plan)), opt).report.sim.rail_shortcut);
+}
+
+// A replica that is one node (tp·cp·pp = 8): replica 0 alone (and with
+// tp 8 its rank 0 alone) gives the full step, and auto turns it on at 64
+// devices; half a node is not exact and auto leaves it off.
+TEST(ReplicaShortcut, ExactAndOnByDefaultWhereAReplicaIsANode) {
+  for (const char* plan : {R"({"dp": 8, "tp": 8, "zero": 3, "sequence_parallel": true, "global_batch": 16,
+                               "seq_len": 2048})",
+                           R"({"dp": 8, "tp": 4, "pp": 2, "zero": 1, "global_batch": 16, "seq_len": 2048})",
+                           R"({"dp": 8, "tp": 2, "cp": 2, "pp": 2, "zero": 1, "global_batch": 16,
+                               "seq_len": 4096})"}) {
+    SCOPED_TRACE(plan);
+    const std::string json = rail_scenario(kDense, plan);
+    EXPECT_TRUE(replica_is_a_node(testing::scenario(json)));
+    const StepRun full = run(json, false, ReplicaShortcut::kOff);
+    const StepRun fast = run(json, true, ReplicaShortcut::kAuto);
+    EXPECT_EQ(full.report.sim.simulated_devices, 64);
+    EXPECT_LE(fast.report.sim.simulated_devices, 8);
+    EXPECT_NEAR(fast.report.step_time_s, full.report.step_time_s, 1e-9 * full.report.step_time_s);
+    EXPECT_NEAR(fast.report.breakdown.exposed_comm_s, full.report.breakdown.exposed_comm_s,
+                1e-9 * full.report.step_time_s);
+  }
+  const std::string half = rail_scenario(kDense, R"({"dp": 16, "tp": 4, "zero": 1, "global_batch": 16,
+                                                     "seq_len": 2048})");
+  EXPECT_FALSE(replica_is_a_node(testing::scenario(half)));
+  EXPECT_EQ(run(half, true, ReplicaShortcut::kAuto).report.sim.simulated_devices, 64);
+  // Expert parallelism splits dp: other replicas' all-to-alls share links.
+  EXPECT_FALSE(replica_is_a_node(testing::scenario(
+      rail_scenario(kMoe, R"({"dp": 8, "tp": 8, "ep": 4, "zero": 1, "sequence_parallel": true, "global_batch": 16,
+               "seq_len": 2048})"))));
 }
 
 }  // namespace
