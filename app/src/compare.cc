@@ -71,6 +71,31 @@ nlohmann::ordered_json number_or_null(double v) {
   return std::isnan(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v);
 }
 
+/// Rows of a comparison as --json gives them, each named under `key`.
+nlohmann::ordered_json rows_json(const std::vector<KindComparison>& rows, const char* key) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const KindComparison& k : rows) {
+    out.push_back({{key, k.kind},
+                   {"predicted_s", k.predicted_s},
+                   {"measured_s", k.measured_s},
+                   {"error_frac", number_or_null(k.error_frac)}});
+  }
+  return out;
+}
+
+/// A text table of `rows` under the heading `title`, its first column at
+/// least `width` wide.
+void append_table(std::string& out, const char* title, size_t width, const std::vector<KindComparison>& rows) {
+  for (const KindComparison& k : rows) width = std::max(width, k.kind.size());
+  const int w = static_cast<int>(width);
+  detail::appendf(out, "%-*s %12s %12s %9s\n", w, title, "predicted_s", "measured_s", "error");
+  for (const KindComparison& k : rows) {
+    char err[32] = "      n/a";
+    if (!std::isnan(k.error_frac)) std::snprintf(err, sizeof err, "%+8.1f%%", 100 * k.error_frac);
+    detail::appendf(out, "%-*s %12.4f %12.4f %s\n", w, k.kind.c_str(), k.predicted_s, k.measured_s, err);
+  }
+}
+
 }  // namespace
 
 StepComparison compare_steps(const std::string& predicted_json, const std::string& predicted_file,
@@ -118,24 +143,8 @@ std::string comparison_json(const StepComparison& c) {
   out["predicted_step_time_s"] = c.predicted_step_time_s;
   out["measured_step_time_s"] = c.measured_step_time_s;
   out["step_time_error_frac"] = number_or_null(c.step_time_error_frac);
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (const KindComparison& k : c.compute_by_kind) {
-    rows.push_back({{"kind", k.kind},
-                    {"predicted_s", k.predicted_s},
-                    {"measured_s", k.measured_s},
-                    {"error_frac", number_or_null(k.error_frac)}});
-  }
-  out["compute_by_kind"] = rows;
-  if (!c.critical_path.empty()) {
-    nlohmann::ordered_json path = nlohmann::ordered_json::array();
-    for (const KindComparison& k : c.critical_path) {
-      path.push_back({{"category", k.kind},
-                      {"predicted_s", k.predicted_s},
-                      {"measured_s", k.measured_s},
-                      {"error_frac", number_or_null(k.error_frac)}});
-    }
-    out["critical_path"] = path;
-  }
+  out["compute_by_kind"] = rows_json(c.compute_by_kind, "kind");
+  if (!c.critical_path.empty()) out["critical_path"] = rows_json(c.critical_path, "category");
   return out.dump(2) + "\n";
 }
 
@@ -143,24 +152,8 @@ std::string comparison_text(const StepComparison& c) {
   std::string out;
   detail::appendf(out, "step time    predicted %.4f s, measured %.4f s, error %+.1f %%\n", c.predicted_step_time_s,
                   c.measured_step_time_s, 100 * c.step_time_error_frac);
-  detail::appendf(out, "%-12s %12s %12s %9s\n", "kind", "predicted_s", "measured_s", "error");
-  for (const KindComparison& k : c.compute_by_kind) {
-    char err[32] = "      n/a";
-    if (!std::isnan(k.error_frac)) std::snprintf(err, sizeof err, "%+8.1f%%", 100 * k.error_frac);
-    detail::appendf(out, "%-12s %12.4f %12.4f %s\n", k.kind.c_str(), k.predicted_s, k.measured_s, err);
-  }
-  if (!c.critical_path.empty()) {
-    size_t width = 13;
-    for (const KindComparison& k : c.critical_path) width = std::max(width, k.kind.size());
-    detail::appendf(out, "%-*s %12s %12s %9s\n", static_cast<int>(width), "critical path", "predicted_s", "measured_s",
-                    "error");
-    for (const KindComparison& k : c.critical_path) {
-      char err[32] = "      n/a";
-      if (!std::isnan(k.error_frac)) std::snprintf(err, sizeof err, "%+8.1f%%", 100 * k.error_frac);
-      detail::appendf(out, "%-*s %12.4f %12.4f %s\n", static_cast<int>(width), k.kind.c_str(), k.predicted_s,
-                      k.measured_s, err);
-    }
-  }
+  append_table(out, "kind", 12, c.compute_by_kind);
+  if (!c.critical_path.empty()) append_table(out, "critical path", 13, c.critical_path);
   return out;
 }
 
