@@ -5,11 +5,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "commands.h"
+#include "rank_programs.h"
 #include "shardsim/app/search.h"
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/scenario.h"
@@ -25,6 +27,27 @@ bool progress_wanted() {
 }  // namespace
 
 int cmd_search(const std::vector<std::string>& args) {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
+    // One rank of `mpirun -n N shardsim search ...`: shardsim links no MPI,
+    // so this process becomes shardsim-search-rank (the same command, its
+    // waves dealt out across the ranks; rank 0 prints and writes).
+    const std::string exe = sibling("shardsim-search-rank");
+    if (exe.empty()) {
+      throw UsageError("search under mpirun: this shardsim was built without shardsim-search-rank (MPI missing)");
+    }
+    std::vector<std::string> argv = {exe};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv;
+    for (std::string& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    ::execv(exe.c_str(), cargv.data());
+    throw std::runtime_error("cannot run " + exe);
+  }
+  return run_search(args, SearchHooks{});
+}
+
+int run_search(const std::vector<std::string>& args, const SearchHooks& hooks) {
+  const bool lead = hooks.lead;
   std::string file, emit, report, objective = "step_time";
   std::vector<Override> sets;
   int64_t top = 10, devices = 0, budget = 12, jobs = 0;
@@ -82,7 +105,10 @@ int cmd_search(const std::vector<std::string>& args) {
                        "object (docs/inference.md)");
     }
     if (!report.empty()) throw UsageError("--report: the serving search has no HTML report yet; use --json");
+    // Over MPI every rank runs the whole serving search (its simulations
+    // are not dealt out yet); rank 0 prints.
     const ServingSearchResult res = search_serving_plans(base, limits, static_cast<int>(jobs));
+    if (!lead) return 0;
     if (!emit.empty()) emit_best_plan(base, sets, res, emit);
     std::fputs(
         (json ? serving_search_json(base, res, limits, top) : serving_search_text(base, res, limits, top)).c_str(),
@@ -94,7 +120,8 @@ int cmd_search(const std::vector<std::string>& args) {
   opt.objective = parse_search_objective(objective);
   opt.max_simulations = budget;
   opt.jobs = static_cast<int>(jobs);
-  if (progress_wanted()) {
+  if (hooks.make_runner) opt.wave_runner = hooks.make_runner(opt.jobs);
+  if (lead && progress_wanted()) {
     opt.progress = [](int64_t done, int64_t budget_left, double s) {
       const double left = done > 0 ? s / static_cast<double>(done) * static_cast<double>(budget_left - done) : 0;
       std::fprintf(stderr, "\rsearch: simulated %lld of at most %lld plans, %.0f s, at most %.0f s left   ",
@@ -104,6 +131,7 @@ int cmd_search(const std::vector<std::string>& args) {
   SearchResult res = search_plans(base, search_device_counts(base, opt.objective), opt);
   if (opt.progress) std::fputs("\r\033[K", stderr);
   if (no_timing) res.enumerate_wall_s = res.simulate_wall_s = 0;
+  if (!lead) return 0;
   if (!emit.empty()) emit_best_plan(base, sets, res, emit);
   if (!report.empty()) write_search_report(base, res, report);
   if (json) {

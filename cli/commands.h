@@ -2,10 +2,23 @@
 // returns the process exit status; errors are thrown (main maps them).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "shardsim/app/search.h"
+
 namespace shardsim::cli {
+
+/// How one process takes part in a search: alone (the defaults), or as a
+/// rank of `mpirun -n N shardsim search` (shardsim-search-rank).
+struct SearchHooks {
+  bool lead = true;  ///< prints, writes --emit-best and --report, shows progress
+  /// Makes the wave runner from --jobs (empty: threads).
+  std::function<WaveRunner(int jobs)> make_runner;
+};
+/// `shardsim search` with `args`, as `hooks` says.
+int run_search(const std::vector<std::string>& args, const SearchHooks& hooks);
 
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_collective(const std::vector<std::string>& args);

@@ -106,6 +106,8 @@ Usage:
                            simulated plan as step time against peak memory
       --jobs J             simulations at once (default: every core); the
                            answer does not depend on it
+      mpirun -n N shardsim search ... deals each wave's simulations out
+      across N ranks (on J threads each); the answer does not depend on N.
       With an inference plan and a serving object, the search serves the
       request stream on every replica layout (tp, pp, ep) and ranks them by
       output tokens/s per device, those within the limits first:

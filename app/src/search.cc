@@ -91,6 +91,12 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
   const auto t1 = std::chrono::steady_clock::now();
   const double model_flops = closed_form_model_flops(base.model, base.plan);
 
+  const WaveRunner run_wave = options.wave_runner
+                                  ? options.wave_runner
+                                  : WaveRunner([&](size_t n, const std::function<StepReport(size_t)>& simulate,
+                                                   std::vector<StepReport>& reports) {
+                                      parallel_for(n, options.jobs, [&](size_t k) { reports[k] = simulate(k); });
+                                    });
   double best = std::numeric_limits<double>::infinity();
   auto add_row = [&](const Plan& plan, int64_t devices, StepReport report, double lb, double est, bool own) {
     SearchRow row{plan, devices, std::move(report), lb, est, own, 0};
@@ -109,8 +115,11 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
       }
     }
     if (options.max_simulations > 0) {
-      add_row(base.plan, base.cluster.devices, simulate_plan(base, base.plan, base.cluster.devices),
-              step_time_lower_bound_s(base), step_time_estimate_s(base), true);
+      std::vector<StepReport> own(1);
+      run_wave(
+          1, [&](size_t) { return simulate_plan(base, base.plan, base.cluster.devices); }, own);
+      add_row(base.plan, base.cluster.devices, std::move(own[0]), step_time_lower_bound_s(base),
+              step_time_estimate_s(base), true);
     }
   }
 
@@ -159,8 +168,9 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
     }
     if (wave.empty()) break;
     std::vector<StepReport> reports(wave.size());
-    parallel_for(wave.size(), options.jobs,
-                 [&](size_t k) { reports[k] = simulate_plan(base, cands[wave[k]].plan, cands[wave[k]].devices); });
+    run_wave(
+        wave.size(), [&](size_t k) { return simulate_plan(base, cands[wave[k]].plan, cands[wave[k]].devices); },
+        reports);
     for (size_t k = 0; k < wave.size(); ++k) {
       const PlanCandidate& c = cands[wave[k]];
       add_row(c.plan, c.devices, std::move(reports[k]), c.lower_bound_s, c.estimate_s, false);

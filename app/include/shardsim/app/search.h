@@ -21,6 +21,14 @@ enum class SearchObjective : uint8_t {
   kCost,      ///< fewest device-seconds per step, over device counts N, N/2, N/4, ... (GPU clusters)
 };
 
+/// Runs one wave of a search's simulations: reports[k] = simulate(k) for
+/// every k < n (reports has n entries). The default runs them on `jobs`
+/// threads; an MPI runner (realexec/mpi_search.h) deals them out across
+/// ranks. The search and its outputs read step_time_s, mfu, hfu,
+/// memory.peak_bytes_per_device, memory.fits and binding of each report.
+using WaveRunner =
+    std::function<void(size_t n, const std::function<StepReport(size_t)>& simulate, std::vector<StepReport>& reports)>;
+
 struct SearchOptions {
   SearchObjective objective = SearchObjective::kStepTime;
   /// Most plans simulated, the scenario's own included.
@@ -29,6 +37,9 @@ struct SearchOptions {
   int jobs = 0;
   /// Called after each wave of simulations: (simulated, budget, seconds so far).
   std::function<void(int64_t, int64_t, double)> progress;
+  /// Empty: threads (`jobs`). The waves are the same whoever runs them (four
+  /// plans each, chosen before any of them runs), so the answer is too.
+  WaveRunner wave_runner;
 };
 
 struct SearchRow {
