@@ -71,7 +71,10 @@ class NativeEngine : public detail::EngineCore<NativeEngine> {
  public:
   NativeEngine(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
                const EngineOptions& opt)
-      : EngineCore(ps, mesh, topo, chip, opt), net_(topo) {}
+      : EngineCore(ps, mesh, topo, chip, opt), net_(topo) {
+    if (rail_shortcut_) net_.use_rail_routes();
+  }
+  static constexpr bool kWeighsLinks = true;
 
   EngineResult run() {
     start_all();

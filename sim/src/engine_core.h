@@ -126,6 +126,7 @@ constexpr uint32_t kP2pOwner = 0x80000000u;  // flow owner: a Transfer, not a co
 ///   void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner);
 ///   void flow_event(uint32_t a, uint32_t b);   // a kFlowEnd event it scheduled
 ///   size_t active_flows() const;  std::vector<double> link_bytes() const;
+///   static constexpr bool kWeighsLinks;  // can a flow count k times on a link
 /// and reports each finished flow with flow_done(). It drives time: it sets
 /// now_ and calls handle() for each event, in (time, insertion) order.
 template <class Backend>
@@ -192,7 +193,9 @@ class EngineCore {
     if (opt.replica_shortcut) {
       for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kDp) == 0;
     }
-    rail_shortcut_ = opt.rail_shortcut && rail_shortcut_is_exact(ps, mesh, topo, opt.trace_devices);
+    // Rails that share links need a network that weighs a flow's links.
+    rail_shortcut_ = opt.rail_shortcut && rail_shortcut_is_exact(ps, mesh, topo, opt.trace_devices) &&
+                     (Backend::kWeighsLinks || !topo.rails_share_links());
     if (rail_shortcut_) {
       for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kTp) == 0;
     }
@@ -691,7 +694,7 @@ class EngineCore {
   size_t streams_ = 1;
   std::vector<SimTime> compute_by_kind_;  // [device][compute kind]
   std::vector<SimTime> stream_busy_;      // [device][stream]: communication ops in flight
-  bool rail_shortcut_ = false;            ///< only tensor-parallel rank 0 runs
+  bool rail_shortcut_ = false;            ///< only tensor-parallel rank 0 runs (backends route by Topology::rail_route)
   std::vector<int> trace_index_;          ///< devices whose spans are recorded
   std::vector<bool> flows_traced_;        ///< trace_devices: their flows too
   std::vector<std::vector<SimTime>> trace_starts_;

@@ -43,8 +43,12 @@ FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owne
   f.active = true;
   f.route.clear();
   f.frac.clear();
-  if (topo_.splits_flows()) {
-    topo_.route_split(src, dst, f.route, f.frac);
+  if (rail_routes_ || topo_.splits_flows()) {
+    if (rail_routes_) {
+      topo_.rail_route(src, dst, f.route, f.frac);
+    } else {
+      topo_.route_split(src, dst, f.route, f.frac);
+    }
     if (std::all_of(f.frac.begin(), f.frac.end(), [](double x) { return x == 1.0; })) f.frac.clear();
   } else {
     topo_.route(src, dst, f.route);

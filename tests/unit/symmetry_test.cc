@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "shardsim/app/step.h"
 #include "test_helpers.h"
@@ -45,9 +47,16 @@ TEST(RailShortcut, RankZeroAloneGivesTheFullStep) {
       {kDense, R"({"dp": 4, "tp": 8, "cp": 2, "zero": 3, "global_batch": 8, "seq_len": 4096})"},
       {kMoe, R"({"dp": 8, "tp": 8, "ep": 4, "zero": 1, "sequence_parallel": true, "global_batch": 16,
                 "seq_len": 2048})"}};
-  for (const auto& [model, plan] : cases) {
-    SCOPED_TRACE(plan);
-    const std::string json = rail_scenario(model, plan);
+  // Two tiers, and three with pods of whole units (every rail of a unit
+  // crosses the pod's links alike: a rank-0 flow counts 8 times there).
+  const std::string pods = R"(, "tiers": 3, "leaves_per_pod": 8)";
+  std::vector<std::tuple<std::string, std::string, std::string>> runs;
+  for (const auto& [model, plan] : cases) runs.emplace_back(model, plan, "");
+  runs.emplace_back(kDense, cases[0].second, pods);
+  runs.emplace_back(kDense, cases[2].second, pods);
+  for (const auto& [model, plan, fabric] : runs) {
+    SCOPED_TRACE(plan + fabric);
+    const std::string json = rail_scenario(model, plan, fabric);
     for (const ReplicaShortcut replica : {ReplicaShortcut::kOff, ReplicaShortcut::kOn}) {
       const StepRun full = run(json, false, replica);
       const StepRun rail = run(json, true, replica);
@@ -69,7 +78,7 @@ TEST(RailShortcut, FallsBackWhereRanksWouldDiffer) {
   EXPECT_TRUE(run(rail_scenario(kDense, plan), true).report.sim.rail_shortcut);
   // Leaves that serve consecutive GPUs carry every rank's traffic.
   EXPECT_FALSE(run(rail_scenario(kDense, plan, R"(, "rail_optimized": false)"), true).report.sim.rail_shortcut);
-  // Three tiers: the pods' links carry every rail.
+  // Three tiers with pods of half a unit: rails cross different pods.
   EXPECT_FALSE(run(rail_scenario(kDense, plan, R"(, "tiers": 3, "leaves_per_pod": 4)"), true).report.sim.rail_shortcut);
   // Tensor-parallel groups of half a node: the node's other ranks talk over
   // the same NVLinks.

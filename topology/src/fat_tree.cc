@@ -51,12 +51,26 @@ class FatTree final : public Topology {
   int64_t num_devices() const override { return devices_; }
   int64_t node_of(DeviceId d) const override { return d / spec_.gpus_per_node; }
   int64_t gpus_per_node() const override { return spec_.gpus_per_node; }
-  /// Rail-optimised with two tiers: GPU r of every node reaches GPU r of
-  /// another over its NIC, rail r's leaves and their uplinks only (three
-  /// tiers share the pods' links between rails); whole nodes only.
+  /// Rail-optimised: GPU r of every node reaches GPU r of another over its
+  /// NIC, rail r's leaves and their uplinks, and with three tiers the pods'
+  /// links, which every rail of the pod's units crosses alike when pods
+  /// hold whole units (leaves_per_pod a multiple of gpus_per_node); whole
+  /// nodes only.
   int64_t rail_group() const override {
-    if (!spec_.rail_optimized || pods_ > 0 || devices_ % spec_.gpus_per_node != 0) return 0;
-    return spec_.gpus_per_node;
+    const int64_t g = spec_.gpus_per_node;
+    if (!spec_.rail_optimized || devices_ % g != 0) return 0;
+    if (pods_ > 0 && spec_.leaves_per_pod % g != 0) return 0;
+    return g;
+  }
+  bool rails_share_links() const override { return pods_ > 0; }
+  /// A pod link carries the flow of every rail: weight gpus_per_node.
+  void rail_route(DeviceId src, DeviceId dst, std::vector<LinkId>& links, std::vector<double>& weights) const override {
+    const size_t first = links.size();
+    route(src, dst, links);
+    const auto pod_links = static_cast<LinkId>(4 * devices_ + 2 * leaves_);
+    for (size_t i = first; i < links.size(); ++i) {
+      weights.push_back(links[i] >= pod_links ? static_cast<double>(spec_.gpus_per_node) : 1.0);
+    }
   }
 
   void route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const override {

@@ -98,6 +98,9 @@ class SimgridEngine : public detail::EngineCore<SimgridEngine> {
   SimgridEngine(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
                 const EngineOptions& opt, const SimgridOptions& sg)
       : EngineCore(ps, mesh, topo, chip, opt), topo_(topo), lv08_(sg.lv08), link_bytes_(topo.num_links(), 0.0) {}
+  /// SimGrid's links take each flow once: the rail shortcut runs only
+  /// where rails share no links.
+  static constexpr bool kWeighsLinks = false;
 
   EngineResult run() {
     // Before the Engine: keeps SimGrid's configuration chatter off stderr.

@@ -26,6 +26,9 @@ class FluidNetwork {
   /// Adds a flow at time `now` (routed by the topology); its rate is set by
   /// the next update(). A flow between a device and itself is not allowed.
   FlowId add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now);
+  /// From now on, route flows by Topology::rail_route (the rail shortcut:
+  /// a flow stands for every rail's copy where rails share links).
+  void use_rail_routes() { rail_routes_ = true; }
   /// Removes a finished flow.
   void finish(FlowId f);
 
@@ -68,7 +71,8 @@ class FluidNetwork {
     SimTime start;
     std::vector<LinkId> route;
     /// Per route link, the fraction of the flow it carries (Topology::
-    /// route_split); empty when every link carries all of it.
+    /// route_split), or the copies of it (Topology::rail_route); empty when
+    /// every link carries the flow once.
     std::vector<double> frac;
     uint32_t owner = 0;
     uint32_t version = 0;
@@ -87,6 +91,7 @@ class FluidNetwork {
   std::vector<ShareKey> heap_;
 
   const Topology& topo_;
+  bool rail_routes_ = false;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_;
   std::vector<std::vector<FlowId>> link_flows_;

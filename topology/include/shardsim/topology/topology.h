@@ -153,9 +153,21 @@ class Topology {
   /// The size of the device blocks (aligned, consecutive ids) whose members
   /// are rails: traffic between devices of one local rank in different
   /// blocks crosses only links that no other rank's such traffic crosses,
+  /// or links that every rank's traffic crosses alike (rails_share_links),
   /// and none that traffic inside a block uses. 0 when the fabric has no
   /// such rails (EngineOptions::rail_shortcut).
   virtual int64_t rail_group() const { return 0; }
+  /// Whether links that every rail's traffic crosses alike exist (a fat
+  /// tree's pod links): simulating one rail then needs rail_route's weights.
+  virtual bool rails_share_links() const { return false; }
+  /// For the rail shortcut: the links of route(src, dst), each with how
+  /// many rails' copies of a flow between rank-0 devices it carries (1 on a
+  /// rail's own links, rail_group() on links every rail crosses alike).
+  virtual void rail_route(DeviceId src, DeviceId dst, std::vector<LinkId>& links, std::vector<double>& weights) const {
+    const size_t first = links.size();
+    route(src, dst, links);
+    weights.resize(weights.size() + links.size() - first, 1.0);
+  }
 
   /// GPU clusters: NVSwitch node of a device; tori: 0.
   virtual int64_t node_of(DeviceId) const { return 0; }
