@@ -159,9 +159,24 @@ class PathBuilder {
       }
     }
     const auto& spans = tl_.spans;
+    // Under the rail shortcut only tensor-parallel rank 0 runs: its sends to
+    // rank k have no receiver in the timeline, and its receives from rank
+    // -k no sender. By symmetry the transfer that reaches it is the image of
+    // its own (they start and end together): pair them.
     for (auto& [channel, ends] : channels) {
       auto& [sends, recvs] = ends;
-      if (sends.empty()) continue;  // a sender the timeline lacks
+      if (!sends.empty() || recvs.empty()) continue;
+      const auto [sender, receiver, forward] = channel;
+      const Op& o = program_of(spans[recvs.front()]).op(spans[recvs.front()].op);
+      if (o.peer_axis != MeshAxis::kTp) continue;
+      const auto mirror = channels.find({receiver, peer_of(mesh_, receiver, o.peer_axis, -o.peer), forward});
+      if (mirror == channels.end() || !mirror->second.second.empty()) continue;
+      sends = std::move(mirror->second.first);
+      mirror->second.first.clear();
+    }
+    for (auto& [channel, ends] : channels) {
+      auto& [sends, recvs] = ends;
+      if (sends.empty() || recvs.empty()) continue;  // a sender or receiver the timeline lacks
       std::sort(sends.begin(), sends.end(), [&](size_t a, size_t b) {
         return std::tie(spans[a].end, spans[a].start, spans[a].op) <
                std::tie(spans[b].end, spans[b].start, spans[b].op);

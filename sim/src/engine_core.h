@@ -123,7 +123,8 @@ constexpr uint32_t kP2pOwner = 0x80000000u;  // flow owner: a Transfer, not a co
 
 /// The engine's logic, shared by its network backends. Backend (CRTP) supplies
 ///   void schedule(SimTime t, EvType type, uint32_t a, uint32_t b);  // an event at t
-///   void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner);
+///   void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner,
+///                 bool images);  // images: see FluidNetwork::add
 ///   void flow_event(uint32_t a, uint32_t b);   // a kFlowEnd event it scheduled
 ///   size_t active_flows() const;  std::vector<double> link_bytes() const;
 ///   static constexpr bool kWeighsLinks;  // can a flow count k times on a link
@@ -193,9 +194,8 @@ class EngineCore {
     if (opt.replica_shortcut) {
       for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kDp) == 0;
     }
-    // Rails that share links need a network that weighs a flow's links.
-    rail_shortcut_ = opt.rail_shortcut && rail_shortcut_is_exact(ps, mesh, topo, opt.trace_devices) &&
-                     (Backend::kWeighsLinks || !topo.rails_share_links());
+    rail_shortcut_ =
+        opt.rail_shortcut && rail_shortcut_is_exact(ps, mesh, topo, opt.trace_devices, Backend::kWeighsLinks);
     if (rail_shortcut_) {
       for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kTp) == 0;
     }
@@ -444,7 +444,7 @@ class EngineCore {
     const uint32_t id = acquire(transfers_, free_transfers_);
     const DeviceId dst = peer_of(d, o.peer_axis, o.peer);
     transfers_[id] = Transfer{d, dst, op, o.pass, now_};
-    for (DeviceId x : {static_cast<DeviceId>(d), dst}) {
+    for (DeviceId x : {static_cast<DeviceId>(d), receiver_side(d, dst, o)}) {
       clocks_[x].advance(now_);
       ++clocks_[x].comm_active;
       clocks_[x].hold_sms(o, +1);
@@ -458,7 +458,7 @@ class EngineCore {
           EvType::kTransferEnd, id, 0);
       return;
     }
-    self().add_flow(d, dst, static_cast<double>(o.comm_bytes.value()) / k, kP2pOwner | id);
+    self().add_flow(d, dst, static_cast<double>(o.comm_bytes.value()) / k, kP2pOwner | id, rail_shortcut_);
     ++result_.flows;
   }
 
@@ -467,22 +467,34 @@ class EngineCore {
     free_transfers_.push_back(id);
     stream_busy_[tr.src * streams_ + program(tr.src).op(tr.send_op).stream] += now_ - tr.start;
     const Op& sent = program(tr.src).op(tr.send_op);
-    for (DeviceId x : {tr.src, tr.dst}) {
+    const DeviceId receiver = receiver_side(tr.src, tr.dst, sent);
+    for (DeviceId x : {tr.src, receiver}) {
       clocks_[x].advance(now_);
       --clocks_[x].comm_active;
       clocks_[x].hold_sms(sent, -1);
       retime_compute(x);
     }
     end_op(tr.src, tr.send_op);
-    if (!active_[tr.dst]) return;
-    Channel& ch = channels_[channel_key(tr.dst, tr.src, tr.pass)];
+    // Under the rail shortcut a transfer between tensor-parallel ranks
+    // stands for its images: the one that reaches the sender, from the rank
+    // as far behind it as the receiver is ahead, ends now too.
+    const DeviceId from = receiver == tr.src ? peer_of(tr.src, MeshAxis::kTp, -sent.peer) : tr.src;
+    if (!active_[receiver]) return;
+    Channel& ch = channels_[channel_key(receiver, from, tr.pass)];
     if (ch.waiting.empty()) {
       ++ch.arrived;
       return;
     }
     const OpId recv = ch.waiting.front();
     ch.waiting.pop_front();
-    end_op(tr.dst, recv);
+    end_op(receiver, recv);
+  }
+
+  /// The device that plays a transfer's receiving end: its peer, or under
+  /// the rail shortcut, for a transfer between tensor-parallel ranks (whose
+  /// peer does not run), the sender itself, which receives its image's.
+  DeviceId receiver_side(DeviceId src, DeviceId dst, const Op& o) const {
+    return rail_shortcut_ && o.peer_axis == MeshAxis::kTp ? src : dst;
   }
 
   SimTime route_latency(DeviceId a, DeviceId b) {
@@ -545,8 +557,10 @@ class EngineCore {
     CollectiveRun& r = runs_[id];
     const CollectivePhase& ph = r.cached->plan.phases[r.phase];
     r.pending = ph.flows.size();
+    // A group that spans tensor-parallel ranks is laid whole: no images.
+    const bool images = rail_shortcut_ && !(program(r.cached->members.front()).op(r.op).axes & axis_bit(MeshAxis::kTp));
     for (const FlowSpec& f : ph.flows) {
-      self().add_flow(f.src, f.dst, f.bytes, id);
+      self().add_flow(f.src, f.dst, f.bytes, id, images);
       ++result_.flows;
     }
     if (r.pending == 0) push(now_ + ph.latency, EvType::kPhaseEnd, id, 0);

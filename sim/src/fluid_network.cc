@@ -20,7 +20,7 @@ FluidNetwork::FluidNetwork(const Topology& topo) : topo_(topo) {
   for (size_t i = 0; i < n; ++i) capacity_[i] = topo.link(static_cast<LinkId>(i)).bandwidth.value();
 }
 
-FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now) {
+FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now, bool images) {
   SHARDSIM_ASSERT(src != dst, "a flow needs two devices");
   FlowId id;
   if (!free_.empty()) {
@@ -43,9 +43,10 @@ FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owne
   f.active = true;
   f.route.clear();
   f.frac.clear();
-  if (rail_routes_ || topo_.splits_flows()) {
-    if (rail_routes_) {
-      topo_.rail_route(src, dst, f.route, f.frac);
+  images = images && rail_copies_ > 0;
+  if (images || topo_.splits_flows()) {
+    if (images) {
+      topo_.rail_route(src, dst, rail_copies_, f.route, f.frac);
     } else {
       topo_.route_split(src, dst, f.route, f.frac);
     }

@@ -1,13 +1,14 @@
 // Symmetry shortcuts against the full simulation (the oracle). The rail
 // shortcut (EngineOptions::rail_shortcut): where the fabric keeps each local
 // rank's traffic between nodes on its own rail and tensor-parallel groups
-// are whole nodes, simulating tensor-parallel rank 0 alone gives the full
+// lie inside nodes, simulating tensor-parallel rank 0 alone gives the full
 // step, for dense, pipelined, context-parallel, FSDP and expert-parallel
 // plans, with and without the replica shortcut; where any condition fails,
 // every rank runs. The replica shortcut is exact, and on by default at any
 // size, where a replica is one NVSwitch node.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -46,14 +47,34 @@ TEST(RailShortcut, RankZeroAloneGivesTheFullStep) {
                   "global_batch": 16, "seq_len": 2048})"},
       {kDense, R"({"dp": 4, "tp": 8, "cp": 2, "zero": 3, "global_batch": 8, "seq_len": 4096})"},
       {kMoe, R"({"dp": 8, "tp": 8, "ep": 4, "zero": 1, "sequence_parallel": true, "global_batch": 16,
-                "seq_len": 2048})"}};
+                "seq_len": 2048})"},
+      // Tensor-parallel groups of part of a node: the node's other groups
+      // (data-, context-, pipeline-parallel and expert traffic between
+      // them) share its NVLinks with the tensor-parallel collectives, so
+      // rank 0's flows inside a node are laid for every rank's image.
+      {kDense, R"({"dp": 16, "tp": 4, "zero": 1, "sequence_parallel": true, "global_batch": 16,
+                  "seq_len": 2048})"},
+      {kDense, R"({"dp": 8, "tp": 2, "cp": 2, "pp": 2, "zero": 1, "global_batch": 16, "seq_len": 4096})"},
+      {kDense, R"({"dp": 8, "tp": 2, "cp": 4, "zero": 3, "global_batch": 8, "seq_len": 8192})"},
+      {kMoe, R"({"dp": 16, "tp": 4, "ep": 8, "zero": 1, "sequence_parallel": true, "global_batch": 16,
+                "seq_len": 2048})"},
+      // Tensor-parallel communication overlap: userbuffers' ring exchange
+      // sends between ranks; rank 0's send stands for every rank's, and the
+      // one that reaches rank 0 (rank tp-1's) is its image.
+      {kDense, R"({"dp": 8, "tp": 8, "zero": 1, "sequence_parallel": true, "tp_comm_overlap": true,
+                  "global_batch": 16, "seq_len": 2048})"},
+      {kMoe, R"({"dp": 8, "tp": 4, "cp": 2, "ep": 8, "zero": 1, "sequence_parallel": true, "tp_comm_overlap": true,
+                "global_batch": 16, "seq_len": 4096})"}};
   // Two tiers, and three with pods of whole units (every rail of a unit
-  // crosses the pod's links alike: a rank-0 flow counts 8 times there).
+  // crosses the pod's links alike: a rank-0 flow counts tp times there).
   const std::string pods = R"(, "tiers": 3, "leaves_per_pod": 8)";
   std::vector<std::tuple<std::string, std::string, std::string>> runs;
   for (const auto& [model, plan] : cases) runs.emplace_back(model, plan, "");
   runs.emplace_back(kDense, cases[0].second, pods);
   runs.emplace_back(kDense, cases[2].second, pods);
+  runs.emplace_back(kDense, cases[4].second, pods);
+  runs.emplace_back(kDense, cases[5].second, pods);
+  runs.emplace_back(kDense, cases[8].second, pods);
   for (const auto& [model, plan, fabric] : runs) {
     SCOPED_TRACE(plan + fabric);
     const std::string json = rail_scenario(model, plan, fabric);
@@ -62,13 +83,44 @@ TEST(RailShortcut, RankZeroAloneGivesTheFullStep) {
       const StepRun rail = run(json, true, replica);
       EXPECT_FALSE(full.report.sim.rail_shortcut);
       ASSERT_TRUE(rail.report.sim.rail_shortcut);
-      EXPECT_EQ(rail.report.sim.simulated_devices, full.report.sim.simulated_devices / 8);
+      const int64_t tp = testing::scenario(json).plan.tp;
+      EXPECT_EQ(rail.report.sim.simulated_devices, full.report.sim.simulated_devices / tp);
       EXPECT_NEAR(rail.report.step_time_s, full.report.step_time_s, 1e-9 * full.report.step_time_s);
       EXPECT_NEAR(rail.report.breakdown.exposed_comm_s, full.report.breakdown.exposed_comm_s,
                   1e-9 * full.report.step_time_s);
       EXPECT_EQ(rail.report.memory.peak_bytes_per_device, full.report.memory.peak_bytes_per_device);
       EXPECT_LT(rail.report.sim.events, full.report.sim.events);
     }
+  }
+}
+
+// The critical path of rank 0 alone is the full simulation's: the same
+// length and time by category (it may visit other, symmetric, ranks there).
+TEST(RailShortcut, CriticalPathMatchesTheFullSimulation) {
+  for (const char* plan : {R"({"dp": 8, "tp": 4, "pp": 2, "zero": 1, "sequence_parallel": true,
+                               "tp_comm_overlap": true, "global_batch": 32, "seq_len": 2048})",
+                           R"({"dp": 8, "tp": 2, "cp": 2, "pp": 2, "zero": 1, "global_batch": 16,
+                               "seq_len": 4096})"}) {
+    SCOPED_TRACE(plan);
+    const Scenario base = testing::scenario(rail_scenario(kDense, plan));
+    CriticalPathReport path[2];
+    for (const bool rail : {false, true}) {
+      Scenario s = base;
+      s.simulator.rail_shortcut = rail;
+      SimulateOptions opt;
+      opt.replica_shortcut = ReplicaShortcut::kOff;
+      opt.critical_path = CriticalPathMode::kOn;
+      opt.timing = false;
+      const StepRun r = simulate_step(s, opt);
+      ASSERT_EQ(r.report.sim.rail_shortcut, rail);
+      path[rail] = r.report.critical_path;
+    }
+    ASSERT_TRUE(path[0].present && path[1].present);
+    EXPECT_NEAR(path[1].length_s, path[0].length_s, 1e-9 * path[0].length_s);
+    std::map<std::string, double> full(path[0].by_category_s.begin(), path[0].by_category_s.end());
+    std::map<std::string, double> one(path[1].by_category_s.begin(), path[1].by_category_s.end());
+    ASSERT_EQ(one.size(), full.size());
+    for (const auto& [category, s] : full) EXPECT_NEAR(one[category], s, 1e-9 * path[0].length_s) << category;
   }
 }
 
@@ -80,10 +132,9 @@ TEST(RailShortcut, FallsBackWhereRanksWouldDiffer) {
   EXPECT_FALSE(run(rail_scenario(kDense, plan, R"(, "rail_optimized": false)"), true).report.sim.rail_shortcut);
   // Three tiers with pods of half a unit: rails cross different pods.
   EXPECT_FALSE(run(rail_scenario(kDense, plan, R"(, "tiers": 3, "leaves_per_pod": 4)"), true).report.sim.rail_shortcut);
-  // Tensor-parallel groups of half a node: the node's other ranks talk over
-  // the same NVLinks.
+  // Tensor-parallel groups of two nodes: their collectives cross the rails.
   EXPECT_FALSE(
-      run(rail_scenario(kDense, R"({"dp": 16, "tp": 4, "zero": 1, "global_batch": 16, "seq_len": 2048})"), true)
+      run(rail_scenario(kDense, R"({"dp": 4, "tp": 16, "zero": 1, "global_batch": 16, "seq_len": 2048})"), true)
           .report.sim.rail_shortcut);
   // Tensor parallelism not innermost in the mesh.
   EXPECT_FALSE(run(rail_scenario(kDense, R"({"dp": 8, "tp": 8, "zero": 1, "global_batch": 16, "seq_len": 2048,
@@ -120,7 +171,8 @@ TEST(ReplicaShortcut, ExactAndOnByDefaultWhereAReplicaIsANode) {
   const std::string half = rail_scenario(kDense, R"({"dp": 16, "tp": 4, "zero": 1, "global_batch": 16,
                                                      "seq_len": 2048})");
   EXPECT_FALSE(replica_is_a_node(testing::scenario(half)));
-  EXPECT_EQ(run(half, true, ReplicaShortcut::kAuto).report.sim.simulated_devices, 64);
+  // (Every replica runs; the rail shortcut runs tensor-parallel rank 0.)
+  EXPECT_EQ(run(half, true, ReplicaShortcut::kAuto).report.sim.simulated_devices, 64 / 4);
   // Expert parallelism splits dp: other replicas' all-to-alls share links.
   EXPECT_FALSE(replica_is_a_node(testing::scenario(
       rail_scenario(kMoe, R"({"dp": 8, "tp": 8, "ep": 4, "zero": 1, "sequence_parallel": true, "global_batch": 16,

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <utility>
+#include <vector>
+
 #include "shardsim/topology/mesh.h"
 #include "shardsim/topology/topology.h"
 #include "test_helpers.h"
@@ -85,6 +89,39 @@ TEST(FatTree, OversubscriptionShrinksLeafUplinks) {
   t->route(0, 32, r);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_DOUBLE_EQ(t->link(r[1]).bandwidth.value(), 4 * 50e9 / 4);
+}
+
+// The rail shortcut's routes (Topology::rail_route) with 4 tensor-parallel
+// ranks in 8-GPU nodes: a flow from a rank-0 device inside a node stands
+// for its images, local rank r shifted by c inside its group of 4, each on
+// its own NVLinks (a ring exchange to rank 1 wraps: 3 -> 0); between nodes
+// the flow keeps its rail's links, and with pods of whole units a pod link
+// carries all 4.
+TEST(FatTree, RailRouteLaysEveryImageInsideANode) {
+  FatTreeSpec f = fat_tree();
+  f.tiers = 3;
+  f.leaves_per_pod = 8;
+  auto t = make_fat_tree(f, 512);
+  ASSERT_EQ(t->rail_group(), 8);
+  std::vector<LinkId> links;
+  std::vector<double> w;
+  for (const auto& [src, dst, images] : {std::tuple<DeviceId, DeviceId, std::vector<std::pair<DeviceId, DeviceId>>>{
+                                             0, 4, {{0, 4}, {1, 5}, {2, 6}, {3, 7}}},
+                                         {0, 1, {{0, 1}, {1, 2}, {2, 3}, {3, 0}}},
+                                         {12, 15, {{12, 15}, {13, 12}, {14, 13}, {15, 14}}}}) {
+    links.clear();
+    w.clear();
+    t->rail_route(src, dst, 4, links, w);
+    std::vector<LinkId> expected;
+    for (const auto& [a, b] : images) t->route(a, b, expected);
+    EXPECT_EQ(links, expected);
+    EXPECT_EQ(w, std::vector<double>(expected.size(), 1.0));
+  }
+  links.clear();
+  w.clear();
+  t->rail_route(4, 260, 4, links, w);  // rail 4, other pod: nic, leaf, pod up, pod down, leaf, nic
+  ASSERT_EQ(links.size(), 6u);
+  EXPECT_EQ(w, (std::vector<double>{1, 1, 4, 4, 1, 1}));
 }
 
 TEST(Mesh, TensorParallelIsInnermostByDefault) {

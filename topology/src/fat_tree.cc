@@ -63,13 +63,24 @@ class FatTree final : public Topology {
     return g;
   }
   bool rails_share_links() const override { return pods_ > 0; }
-  /// A pod link carries the flow of every rail: weight gpus_per_node.
-  void rail_route(DeviceId src, DeviceId dst, std::vector<LinkId>& links, std::vector<double>& weights) const override {
+  /// Inside a node the images' NVLinks (one up, one down link each, no
+  /// two images alike); between nodes a pod link carries every image.
+  void rail_route(DeviceId src, DeviceId dst, int64_t copies, std::vector<LinkId>& links,
+                  std::vector<double>& weights) const override {
     const size_t first = links.size();
+    if (node_of(src) == node_of(dst)) {
+      // Image c: local rank r -> r - r % copies + (r % copies + c) % copies.
+      const auto image = [copies](DeviceId d, int64_t c) {
+        return static_cast<DeviceId>(d - d % copies + (d % copies + c) % copies);
+      };
+      for (int64_t c = 0; c < copies; ++c) route(image(src, c), image(dst, c), links);
+      weights.resize(weights.size() + links.size() - first, 1.0);
+      return;
+    }
     route(src, dst, links);
     const auto pod_links = static_cast<LinkId>(4 * devices_ + 2 * leaves_);
     for (size_t i = first; i < links.size(); ++i) {
-      weights.push_back(links[i] >= pod_links ? static_cast<double>(spec_.gpus_per_node) : 1.0);
+      weights.push_back(links[i] >= pod_links ? static_cast<double>(copies) : 1.0);
     }
   }
 

@@ -25,10 +25,14 @@ class FluidNetwork {
 
   /// Adds a flow at time `now` (routed by the topology); its rate is set by
   /// the next update(). A flow between a device and itself is not allowed.
-  FlowId add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now);
+  /// With rail routes on (use_rail_routes), `images` says that the flow
+  /// stands for its images on the other tensor-parallel ranks
+  /// (Topology::rail_route); a flow laid for every member of a group that
+  /// spans those ranks has none.
+  FlowId add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now, bool images = false);
   /// From now on, route flows by Topology::rail_route (the rail shortcut:
-  /// a flow stands for every rail's copy where rails share links).
-  void use_rail_routes() { rail_routes_ = true; }
+  /// a flow stands for its `copies` images, one per tensor-parallel rank).
+  void use_rail_routes(int64_t copies) { rail_copies_ = copies; }
   /// Removes a finished flow.
   void finish(FlowId f);
 
@@ -91,7 +95,7 @@ class FluidNetwork {
   std::vector<ShareKey> heap_;
 
   const Topology& topo_;
-  bool rail_routes_ = false;
+  int64_t rail_copies_ = 0;  ///< 0: plain routes
   std::vector<Flow> flows_;
   std::vector<FlowId> free_;
   std::vector<std::vector<FlowId>> link_flows_;

@@ -150,20 +150,33 @@ class Topology {
   /// scenario loader, right after construction.
   void speed_up_links(const std::array<double, kLinkKinds>& factor);
 
-  /// The size of the device blocks (aligned, consecutive ids) whose members
-  /// are rails: traffic between devices of one local rank in different
-  /// blocks crosses only links that no other rank's such traffic crosses,
-  /// or links that every rank's traffic crosses alike (rails_share_links),
-  /// and none that traffic inside a block uses. 0 when the fabric has no
-  /// such rails (EngineOptions::rail_shortcut).
+  /// The size of the device blocks (aligned, consecutive ids: a node) whose
+  /// local ranks are rails: traffic between devices of one local rank in
+  /// different blocks crosses only links that no other rank's such traffic
+  /// crosses, or links that every rank's traffic crosses alike
+  /// (rails_share_links), and none that traffic inside a block uses; and
+  /// permuting the local ranks alike in every block maps the fabric onto
+  /// itself. 0 when the fabric has no such rails (EngineOptions::
+  /// rail_shortcut).
   virtual int64_t rail_group() const { return 0; }
   /// Whether links that every rail's traffic crosses alike exist (a fat
   /// tree's pod links): simulating one rail then needs rail_route's weights.
   virtual bool rails_share_links() const { return false; }
-  /// For the rail shortcut: the links of route(src, dst), each with how
-  /// many rails' copies of a flow between rank-0 devices it carries (1 on a
-  /// rail's own links, rail_group() on links every rail crosses alike).
-  virtual void rail_route(DeviceId src, DeviceId dst, std::vector<LinkId>& links, std::vector<double>& weights) const {
+  /// For the rail shortcut, where only the devices whose local rank is a
+  /// multiple of `copies` (a divisor of rail_group()) run and stand for
+  /// their images (local rank r maps to r - r % copies + (r % copies + c) %
+  /// copies, c < copies): the links that the `copies` images of a flow
+  /// src -> dst load, each with how many images it carries. src runs; dst
+  /// runs too or is in src's group of `copies` (a ring exchange between
+  /// tensor-parallel ranks). Inside a block every image's own links (they
+  /// meet traffic that runs: the tensor-parallel collectives' flows);
+  /// between blocks the flow's own route, where links that every rail
+  /// crosses alike carry `copies` (the other images cross only their own
+  /// rails' links, which nothing that runs crosses, and fare as this one
+  /// does).
+  virtual void rail_route(DeviceId src, DeviceId dst, int64_t copies, std::vector<LinkId>& links,
+                          std::vector<double>& weights) const {
+    (void)copies;
     const size_t first = links.size();
     route(src, dst, links);
     weights.resize(weights.size() + links.size() - first, 1.0);
