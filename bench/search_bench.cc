@@ -49,9 +49,9 @@ int main(int argc, char** argv) {
   const SearchResult r = search_plans(s, {s.cluster.devices}, SearchOptions{});
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::printf(
-      "  whole search: %zu simulated, %lld pruned by the bound, %lld by compute ops, %lld left by the budget, "
+      "  whole search: %zu simulated, %lld pruned by the bound, %lld by program bounds, %lld left by the budget, "
       "%.1f s wall\n",
-      r.rows.size(), static_cast<long long>(r.pruned_by_bound), static_cast<long long>(r.pruned_by_compute),
+      r.rows.size(), static_cast<long long>(r.pruned_by_bound), static_cast<long long>(r.pruned_by_program),
       static_cast<long long>(r.left_by_budget), total);
   for (const SearchRow& row : r.rows) {
     if (row.from_scenario)

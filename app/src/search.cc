@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 
@@ -11,6 +13,7 @@
 #include "shardsim/core/error.h"
 #include "shardsim/core/parallel.h"
 #include "shardsim/sim/compute_model.h"
+#include "shardsim/sim/step_bound.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 
@@ -49,26 +52,47 @@ double objective_bound(SearchObjective o, double bound_s, double model_flops, co
   return bound_s;
 }
 
-/// Tier 2: the busiest stage's compute ops at their roofline durations, as
-/// the engine times them. A device's compute stream runs one op at a time,
-/// so no step is shorter.
-double compute_sum_bound_s(const Scenario& base, const Plan& plan, int64_t devices) {
-  Scenario s = base;
-  s.plan = plan;
-  s.cluster.devices = devices;
-  const ProgramSet programs = lower_training_step(s);
-  int64_t most = 0;
-  for (const Program& p : programs.stages) {
-    int64_t ps = 0;
-    for (const Op& o : p.ops()) {
-      // The engine's own time for the op alone (calibrated when a profile is
-      // in use): compute beside communication only slows it.
-      if (o.kind == OpKind::kCompute) ps += op_compute_time(o, s.cluster.chip, s.cluster.calibration.get()).ps();
+/// Tier 2, from the plan's lowered programs: the larger of two lower
+/// bounds on its simulated step. The busiest stage's compute ops at their
+/// roofline durations, as the engine times them (a device's compute stream
+/// runs one op at a time), and, on the native backend, the longest path
+/// through one device per stage with every op at a time no run beats
+/// (step_time_lower_bound: collectives and transfers at their links'
+/// capacities, alone, the pipeline's sends and receives paired), which
+/// adds the bubble and the communication no overlap hides.
+class ProgramBound {
+ public:
+  explicit ProgramBound(const Scenario& base) : base_(base) {}
+
+  double operator()(const Plan& plan, int64_t devices) {
+    Scenario s = base_;
+    s.plan = plan;
+    s.cluster.devices = devices;
+    const ProgramSet programs = lower_training_step(s);
+    int64_t most = 0;
+    for (const Program& p : programs.stages) {
+      int64_t ps = 0;
+      for (const Op& o : p.ops()) {
+        // The engine's own time for the op alone (calibrated when a profile
+        // is in use): compute beside communication only slows it.
+        if (o.kind == OpKind::kCompute) ps += op_compute_time(o, s.cluster.chip, s.cluster.calibration.get()).ps();
+      }
+      most = std::max(most, ps);
     }
-    most = std::max(most, ps);
+    double bound = SimTime::from_ps(most).seconds();
+    if (s.simulator.backend == SimulatorSpec::Backend::kNative) {
+      auto [it, fresh] = topologies_.try_emplace(devices);
+      if (fresh) it->second = build_topology(s.cluster);
+      const EngineOptions opt = step_engine_options(s, {}, false);
+      bound = std::max(bound, step_time_lower_bound(programs, build_mesh(plan), *it->second, s.cluster.chip, opt).seconds());
+    }
+    return bound;
   }
-  return SimTime::from_ps(most).seconds();
-}
+
+ private:
+  const Scenario& base_;
+  std::map<int64_t, std::unique_ptr<Topology>> topologies_;  ///< by device count
+};
 
 StepReport simulate_plan(const Scenario& base, const Plan& plan, int64_t devices) {
   Scenario s = base;
@@ -134,6 +158,7 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
 
   size_t next = 0;
   int64_t tier2 = 0;
+  ProgramBound program_bound(base);
   while (next < order.size()) {
     // The next wave: candidates whose bound can still beat the best.
     std::vector<size_t> wave;
@@ -158,10 +183,10 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
         continue;
       }
       ++tier2;
-      c.lower_bound_s = std::max(c.lower_bound_s, compute_sum_bound_s(base, c.plan, c.devices));
+      c.lower_bound_s = std::max(c.lower_bound_s, program_bound(c.plan, c.devices));
       ++next;
       if (objective_bound(options.objective, c.lower_bound_s, model_flops, base.cluster.chip, c.devices) >= best) {
-        ++result.pruned_by_compute;
+        ++result.pruned_by_program;
         continue;
       }
       wave.push_back(i);

@@ -115,7 +115,7 @@ std::string search_json(const Scenario& base, const SearchResult& res, SearchObj
   j["objective"] = to_string(objective);
   j["plans"] = {{"enumerated", res.counts.enumerated},    {"invalid", res.counts.invalid},
                 {"over_memory", res.counts.over_memory},  {"candidates", res.candidates},
-                {"pruned_by_bound", res.pruned_by_bound}, {"pruned_by_compute", res.pruned_by_compute},
+                {"pruned_by_bound", res.pruned_by_bound}, {"pruned_by_program", res.pruned_by_program},
                 {"simulated", res.rows.size()},           {"left_by_budget", res.left_by_budget},
                 {"best_proven", res.left_by_budget == 0}};
   j["wall_s"] = {{"enumerate", res.enumerate_wall_s}, {"simulate", res.simulate_wall_s}};
@@ -141,9 +141,9 @@ std::string search_text(const Scenario& base, const SearchResult& res, SearchObj
       per_s);
   detail::appendf(o,
                   "  simulated %zu (the scenario's plan included); pruned %lld by the analytical bound and %lld by "
-                  "their compute ops; %lld left by the budget (%.1f s)\n",
+                  "their programs' bounds; %lld left by the budget (%.1f s)\n",
                   res.rows.size(), static_cast<long long>(res.pruned_by_bound),
-                  static_cast<long long>(res.pruned_by_compute), static_cast<long long>(res.left_by_budget),
+                  static_cast<long long>(res.pruned_by_program), static_cast<long long>(res.left_by_budget),
                   res.simulate_wall_s);
   detail::appendf(o, "  %s\n",
                   res.left_by_budget == 0

@@ -56,7 +56,10 @@ struct SearchResult {
   PlanSpaceCounts counts;
   int64_t candidates = 0;         ///< valid and within memory
   int64_t pruned_by_bound = 0;    ///< tier 1: their analytical lower bound cannot beat the best simulated
-  int64_t pruned_by_compute = 0;  ///< tier 2: their lowered compute ops alone cannot beat it
+  /// Tier 2: their lowered programs' bounds cannot beat it (the busiest
+  /// stage's compute ops, and the path through one device per stage with
+  /// every op at a time no run beats).
+  int64_t pruned_by_program = 0;
   int64_t left_by_budget = 0;     ///< neither pruned nor simulated: the best is not proven
   double enumerate_wall_s = 0;    ///< tier 1: enumeration, checks, memory, bounds
   double simulate_wall_s = 0;     ///< tier 3: simulations
