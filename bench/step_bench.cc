@@ -2,8 +2,11 @@
 // Prints, per scenario: events, flows, wall seconds, engine events/s and peak
 // resident memory. Each scenario runs in its own child process so its peak
 // memory is its own.
-//   step_bench [--replica-shortcut] [SCENARIO.json...]   (default: the three reference scenarios;
-//   the shortcut is always on above 2048 devices, as in the CLI's auto mode)
+//   step_bench [--replica-shortcut] [--symmetry] [SCENARIO.json...]
+// (default: the three reference scenarios). The replica shortcut is always on
+// above 2048 devices, as in the CLI's auto mode. Without --symmetry every
+// device runs (the engine's raw throughput); with it, one device per orbit of
+// the step's symmetry, as `shardsim simulate` does by default.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +24,7 @@
 
 namespace {
 
-int run_one(const std::string& file, bool shortcut) {
+int run_one(const std::string& file, bool shortcut, bool symmetry) {
   using clock = std::chrono::steady_clock;
   const shardsim::Scenario s = shardsim::load_scenario(file);
   const auto t0 = clock::now();
@@ -33,6 +36,7 @@ int run_one(const std::string& file, bool shortcut) {
   opt.collective = s.cluster.collective;
   // As the CLI's auto setting: one data-parallel replica above 2048 devices.
   opt.replica_shortcut = (shortcut || s.cluster.devices > 2048) && s.plan.dp > 1;
+  opt.symmetry = symmetry;
   const auto t2 = clock::now();
   const shardsim::EngineResult r = shardsim::simulate(p, mesh, *topo, s.cluster.chip, opt);
   const auto t3 = clock::now();
@@ -46,6 +50,10 @@ int run_one(const std::string& file, bool shortcut) {
   std::printf("  devices %lld (%lld simulated), ops per device %zu, simulated step %.4f s\n",
               static_cast<long long>(s.cluster.devices), static_cast<long long>(r.active_devices), ops,
               r.step_time.seconds());
+  if (symmetry) {
+    std::printf("  symmetry: %s; each simulated device stands for %lld\n", r.symmetry_note.c_str(),
+                static_cast<long long>(r.symmetry.order(mesh)));
+  }
   std::printf("  events %llu, flows %llu\n", static_cast<unsigned long long>(r.events),
               static_cast<unsigned long long>(r.flows));
   std::printf("  lowering %.3f s, engine %.3f s, engine throughput %.2f M events/s\n", lower_s, engine_s,
@@ -59,9 +67,12 @@ int run_one(const std::string& file, bool shortcut) {
 int main(int argc, char** argv) {
   std::vector<std::string> files;
   bool shortcut = false;
+  bool symmetry = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--replica-shortcut") == 0) {
       shortcut = true;
+    } else if (std::strcmp(argv[i], "--symmetry") == 0) {
+      symmetry = true;
     } else {
       files.emplace_back(argv[i]);
     }
@@ -78,7 +89,7 @@ int main(int argc, char** argv) {
     if (pid == 0) {
       int rc = 2;
       try {
-        rc = run_one(f, shortcut);
+        rc = run_one(f, shortcut, symmetry);
       } catch (const shardsim::InputError& e) {
         std::fprintf(stderr, "%s\n", e.what());
       }

@@ -29,16 +29,19 @@ Usage:
                            device's ops (about 150 bytes and 1 us each).
                            auto (default): up to 4.2M op instances, else
                            critical_path says why it was skipped; on; off.
-      --replica-shortcut   simulate only data-parallel replica 0 (replicas run
-                           the same program; collectives over dp still move
-                           every member's data). auto (default): on above
-                           2048 devices, and where it is exact (a replica is
-                           one NVSwitch node). sim.simulated_devices says
-                           which.
-                           Where it is exact (rail-optimised two-tier fat
-                           tree, tp = a whole node) only tensor-parallel
-                           rank 0 runs too (sim.rail_shortcut; --set
-                           simulator.rail_shortcut=false runs every rank).
+      --replica-shortcut   where the symmetry below does not already cover
+                           dp, simulate only data-parallel replica 0 (an
+                           estimate: collectives over dp still move every
+                           member's data, other replicas' own traffic is not
+                           simulated). auto (default): on above 2048
+                           devices, and where it is exact (a replica is one
+                           NVSwitch node). sim.replica_estimate says if.
+                           Symmetry (native backend): the devices that mesh
+                           translations map onto each other, with the fabric,
+                           routes and collective plans, run once per orbit,
+                           exactly (sim.symmetry says along which axes,
+                           sim.simulated_devices how many ran; --set
+                           simulator.symmetry=false runs every device).
       --backend B          native (default): shardsim's max-min fluid network;
                            simgrid: SimGrid decides how flows share links (in
                            a worker process; CM02 by default, or LV08 with

@@ -30,6 +30,9 @@ FIGURES = [
      r"engine ([0-9.]+) s"),
     ("step llama3-70b-h100x1024 engine_s", "step_bench", ["examples/llama3-70b-h100x1024.json"],
      r"engine ([0-9.]+) s"),
+    # One device per orbit of the step's symmetry (16 of 16,384 run).
+    ("step llama3-405b-h100x16384 symmetric engine_s", "step_bench",
+     ["--symmetry", "examples/llama3-405b-h100x16384.json"], r"engine ([0-9.]+) s"),
     ("search llama3-405b-h100x16384 pruning_pass_s", "search_bench", ["--pruning-only"],
      r"candidates\) in ([0-9.]+) s"),
 ]

@@ -50,8 +50,8 @@ uint32_t peer_of(const Mesh& mesh, uint32_t d, MeshAxis axis, int delta) {
 
 class PathBuilder {
  public:
-  PathBuilder(const ProgramSet& ps, const Mesh& mesh, const Timeline& tl, TimelineClock clock)
-      : ps_(ps), mesh_(mesh), tl_(tl), clock_(clock) {}
+  PathBuilder(const ProgramSet& ps, const Mesh& mesh, const Timeline& tl, TimelineClock clock, const MeshSymmetry& sym)
+      : ps_(ps), mesh_(mesh), tl_(tl), clock_(clock), sym_(sym) {}
 
   CriticalPath run() {
     index_spans();
@@ -159,17 +159,18 @@ class PathBuilder {
       }
     }
     const auto& spans = tl_.spans;
-    // Under the rail shortcut only tensor-parallel rank 0 runs: its sends to
-    // rank k have no receiver in the timeline, and its receives from rank
-    // -k no sender. By symmetry the transfer that reaches it is the image of
-    // its own (they start and end together): pair them.
+    // Under the engine's symmetry reduction only canonical devices run: a
+    // receive from a sender that did not run has, by symmetry, the
+    // transfers of the sender's canonical device to the receiver moved
+    // alike (they start and end together): pair them.
     for (auto& [channel, ends] : channels) {
       auto& [sends, recvs] = ends;
       if (!sends.empty() || recvs.empty()) continue;
       const auto [sender, receiver, forward] = channel;
-      const Op& o = program_of(spans[recvs.front()]).op(spans[recvs.front()].op);
-      if (o.peer_axis != MeshAxis::kTp) continue;
-      const auto mirror = channels.find({receiver, peer_of(mesh_, receiver, o.peer_axis, -o.peer), forward});
+      const auto canonical = static_cast<uint32_t>(sym_.canonical(mesh_, sender));
+      if (canonical == sender) continue;
+      const auto mirror =
+          channels.find({canonical, static_cast<uint32_t>(mesh_.translate(receiver, sender, canonical)), forward});
       if (mirror == channels.end() || !mirror->second.second.empty()) continue;
       sends = std::move(mirror->second.first);
       mirror->second.first.clear();
@@ -257,6 +258,7 @@ class PathBuilder {
   const Mesh& mesh_;
   const Timeline& tl_;
   TimelineClock clock_;
+  MeshSymmetry sym_;
   static constexpr uint32_t kNoSpan = 0xffffffffu;
   std::vector<std::vector<uint32_t>> by_device_;  ///< device, op -> span
   std::vector<size_t> end_vertex_;                ///< per span: the vertex its successors wait for
@@ -267,9 +269,9 @@ class PathBuilder {
 
 }  // namespace
 
-CriticalPath critical_path(const ProgramSet& programs, const Mesh& mesh, const Timeline& timeline,
-                           TimelineClock clock) {
-  return PathBuilder(programs, mesh, timeline, clock).run();
+CriticalPath critical_path(const ProgramSet& programs, const Mesh& mesh, const Timeline& timeline, TimelineClock clock,
+                           const MeshSymmetry* symmetry) {
+  return PathBuilder(programs, mesh, timeline, clock, symmetry != nullptr ? *symmetry : MeshSymmetry::none(mesh)).run();
 }
 
 std::vector<TimelineSpan> path_spans(const ProgramSet& programs, const CriticalPath& path) {

@@ -67,7 +67,7 @@ EngineOptions step_engine_options(const Scenario& s, const std::vector<uint32_t>
   opt.trace_devices = trace_devices;
   opt.collective = s.cluster.collective;
   opt.replica_shortcut = replica_shortcut;
-  opt.rail_shortcut = s.simulator.rail_shortcut;
+  opt.symmetry = s.simulator.symmetry;
   opt.calibration = s.cluster.calibration.get();
   opt.compute_speedup = s.simulator.speedup.compute;
   opt.stream_speedup = s.simulator.speedup.stream;
@@ -126,24 +126,31 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   const auto topo = build_topology(s.cluster);
   const Mesh mesh = build_mesh(s.plan);
   EngineOptions opt = step_engine_options(s, trace_devices, replica_shortcut);
-  // Op instances the critical path needs recorded: every running device's.
+  // The critical path needs every running device's op instances recorded;
+  // auto stops at kCriticalPathAutoOps of them. The native engine knows how
+  // many devices its symmetry leaves running; another backend runs every
+  // device (replica 0's with the replica shortcut).
   int64_t instances = 0;
-  const int64_t running = replica_shortcut ? s.cluster.devices / s.plan.dp : s.cluster.devices;
-  for (const Program& p : run.programs.stages) {
-    instances += static_cast<int64_t>(p.size()) * (running / static_cast<int64_t>(run.programs.stages.size()));
-  }
-  std::string skipped;
-  if (critical_path == CriticalPathMode::kAuto && instances > kCriticalPathAutoOps) {
-    detail::appendf(skipped, "%.3g op instances, over the %.3g that --critical-path auto computes; ask with on",
-                    static_cast<double>(instances), static_cast<double>(kCriticalPathAutoOps));
-    critical_path = CriticalPathMode::kOff;
+  if (critical_path == CriticalPathMode::kAuto && simulator) {
+    const int64_t running = replica_shortcut ? s.cluster.devices / s.plan.dp : s.cluster.devices;
+    for (const Program& p : run.programs.stages) {
+      instances += static_cast<int64_t>(p.size()) * (running / static_cast<int64_t>(run.programs.stages.size()));
+    }
+    if (instances > kCriticalPathAutoOps) critical_path = CriticalPathMode::kOff;
   }
   opt.spans_of_every_device = critical_path != CriticalPathMode::kOff;
+  if (critical_path == CriticalPathMode::kAuto) opt.span_instance_limit = kCriticalPathAutoOps;
   EngineResult er = simulator ? simulator(run.programs, mesh, *topo, s.cluster.chip, opt)
                               : simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
-  run.report.critical_path.skipped = skipped;
-  if (opt.spans_of_every_device) {
-    const CriticalPath path = shardsim::critical_path(run.programs, mesh, er.timeline);
+  if (er.spans_over_limit) instances = er.op_instances;
+  if (instances > kCriticalPathAutoOps) {
+    detail::appendf(run.report.critical_path.skipped,
+                    "%.3g op instances, over the %.3g that --critical-path auto computes; ask with on",
+                    static_cast<double>(instances), static_cast<double>(kCriticalPathAutoOps));
+  }
+  if (opt.spans_of_every_device && !er.spans_over_limit) {
+    const CriticalPath path =
+        shardsim::critical_path(run.programs, mesh, er.timeline, TimelineClock::kSimulated, &er.symmetry);
     run.report.critical_path = critical_path_report(run.programs, path);
     er.timeline.critical_path = path_spans(run.programs, path);
     // The timeline keeps the traced devices' spans only.
@@ -201,7 +208,8 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.sim.devices = s.cluster.devices;
   r.sim.ops_per_device = static_cast<int64_t>(max_ops);
   r.sim.simulated_devices = er.active_devices;
-  r.sim.rail_shortcut = er.rail_shortcut;
+  r.sim.symmetry = er.symmetry_note;
+  r.sim.replica_estimate = replica_shortcut && er.symmetry.step_of(mesh, MeshAxis::kDp) > 1;
   r.sim.wall_s = wall;
   r.sim.backend = backend;
   run.timeline = std::move(er.timeline);
@@ -287,12 +295,16 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   }
   detail::appendf(
       o,
-      "  simulation         %s: %llu events, %llu flows, %lld ops per device, %lld of %lld devices run%s, %.3f s "
+      "  simulation         %s: %llu events, %llu flows, %lld ops per device, %lld of %lld devices run, %.3f s "
       "wall\n",
       r.sim.backend.c_str(), static_cast<unsigned long long>(r.sim.events),
       static_cast<unsigned long long>(r.sim.flows), static_cast<long long>(r.sim.ops_per_device),
-      static_cast<long long>(r.sim.simulated_devices), static_cast<long long>(r.devices),
-      r.sim.rail_shortcut ? " (tensor-parallel rank 0 stands for its rails)" : "", r.sim.wall_s);
+      static_cast<long long>(r.sim.simulated_devices), static_cast<long long>(r.devices), r.sim.wall_s);
+  if (!r.sim.symmetry.empty()) detail::appendf(o, "    symmetry: %s (exact)\n", r.sim.symmetry.c_str());
+  if (r.sim.replica_estimate) {
+    o += "    replica shortcut: data-parallel replica 0 stands for the others (an estimate: their own traffic is "
+         "not simulated)\n";
+  }
   return o;
 }
 

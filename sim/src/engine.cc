@@ -72,7 +72,7 @@ class NativeEngine : public detail::EngineCore<NativeEngine> {
   NativeEngine(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
                const EngineOptions& opt)
       : EngineCore(ps, mesh, topo, chip, opt), net_(topo) {
-    if (rail_shortcut_) net_.use_rail_routes(mesh.size(MeshAxis::kTp));
+    if (symmetric_) net_.use_quotient(sym_.link_rep, sym_.link_fixers);
   }
   static constexpr bool kWeighsLinks = true;
 
@@ -100,9 +100,7 @@ class NativeEngine : public detail::EngineCore<NativeEngine> {
   }
 
   void schedule(SimTime t, EvType type, uint32_t a, uint32_t b) { queue_.push(t.ps(), Event{a, b, type}); }
-  void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner, bool images) {
-    net_.add(src, dst, bytes, owner, now_, images);
-  }
+  void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner) { net_.add(src, dst, bytes, owner, now_); }
   void flow_event(uint32_t flow, uint32_t version) {
     if (net_.version(flow) != version) return;  // its rate changed since
     const DoneFlow done{net_.owner(flow), net_.src(flow),   net_.dst(flow),

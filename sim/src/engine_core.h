@@ -12,14 +12,15 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
-#include "rail_shortcut.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/collective.h"
 #include "shardsim/sim/compute_model.h"
 #include "shardsim/sim/engine.h"
+#include "symmetry.h"
 
 namespace shardsim::detail {
 
@@ -52,6 +53,10 @@ struct PlanKeyHash {
 struct CachedPlan {
   std::vector<DeviceId> members;
   CollectivePlan plan;
+  /// Under the symmetry reduction, per phase the flows laid: one per orbit
+  /// of the plan's flows (each stands for its images), from its canonical
+  /// device. Empty without it (every flow is laid).
+  std::vector<std::vector<FlowSpec>> orbit_flows;
 };
 
 struct CollectiveRun {
@@ -123,11 +128,11 @@ constexpr uint32_t kP2pOwner = 0x80000000u;  // flow owner: a Transfer, not a co
 
 /// The engine's logic, shared by its network backends. Backend (CRTP) supplies
 ///   void schedule(SimTime t, EvType type, uint32_t a, uint32_t b);  // an event at t
-///   void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner,
-///                 bool images);  // images: see FluidNetwork::add
+///   void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner);
 ///   void flow_event(uint32_t a, uint32_t b);   // a kFlowEnd event it scheduled
 ///   size_t active_flows() const;  std::vector<double> link_bytes() const;
-///   static constexpr bool kWeighsLinks;  // can a flow count k times on a link
+///   static constexpr bool kWeighsLinks;  // can it lay flows on a quotient
+///                                        // network (symmetry reduction)
 /// and reports each finished flow with flow_done(). It drives time: it sets
 /// now_ and calls handle() for each event, in (time, insertion) order.
 template <class Backend>
@@ -140,7 +145,6 @@ class EngineCore {
     SHARDSIM_ASSERT(mesh.devices() == topo.num_devices(), "mesh and topology disagree on the device count");
     SHARDSIM_ASSERT(static_cast<int64_t>(ps.stages.size()) == mesh.size(MeshAxis::kPp),
                     "one program per pipeline stage");
-    uint64_t slots = 0;
     // Compute that starts while a collective or transfer of its device is in
     // flight runs on the SMs communication leaves (compute_model.h).
     // Kernels that hold a few SMs on purpose (Op::sms) leave more: one such
@@ -162,6 +166,7 @@ class EngineCore {
       if (contended && few > 0) info.beside_few.resize(n);
       info.dep_count.resize(n);
       info.coll_slot.assign(n, 0);
+      info.coll_groups.assign(n, nullptr);
       for (OpId i = 0; i < n; ++i) {
         const Op& o = p.op(i);
         SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
@@ -174,8 +179,6 @@ class EngineCore {
         }
         if (o.kind == OpKind::kCollective) {
           SHARDSIM_ASSERT(!(o.axes & axis_bit(MeshAxis::kPp)), "collectives stay inside a pipeline stage");
-          info.coll_slot[i] = slots;
-          slots += static_cast<uint64_t>(mesh.num_groups(o.axes));
         }
       }
       info.stream_speedup.assign(p.stream_names().size(), 1.0);
@@ -186,20 +189,35 @@ class EngineCore {
       }
       info_.push_back(std::move(info));
     }
-    arrivals_.assign(slots, 0);
+    find_symmetry_if_asked(ps, topo);
+    // Only canonical devices run (all, without symmetry); with the replica
+    // shortcut (an estimate) only those of data-parallel replica 0.
+    replica_estimate_ =
+        opt.replica_shortcut && mesh.size(MeshAxis::kDp) > 1 && sym_.group.step_of(mesh, MeshAxis::kDp) > 1;
     active_.assign(devices_, opt.active_devices.empty() ? 1 : 0);
     for (uint32_t d : opt.active_devices) {
       if (d < devices_) active_[d] = 1;
     }
-    if (opt.replica_shortcut) {
-      for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kDp) == 0;
+    for (uint32_t d = 0; d < devices_; ++d) {
+      active_[d] =
+          active_[d] && sym_.group.is_canonical(mesh, d) && (!replica_estimate_ || mesh.coord(d, MeshAxis::kDp) == 0);
     }
-    rail_shortcut_ =
-        opt.rail_shortcut && rail_shortcut_is_exact(ps, mesh, topo, opt.trace_devices, Backend::kWeighsLinks);
-    if (rail_shortcut_) {
-      for (uint32_t d = 0; d < devices_; ++d) active_[d] = active_[d] && mesh.coord(d, MeshAxis::kTp) == 0;
+    result_.symmetry = sym_.group;
+    result_.symmetry_note = sym_.note;
+    // An arrival counter per collective op and group that has a running
+    // member (of 16,384 devices, a few may run).
+    uint64_t slots = 0;
+    for (size_t st = 0; st < ps.stages.size(); ++st) {
+      const Program& p = ps.stages[st];
+      for (OpId i = 0; i < p.size(); ++i) {
+        if (p.op(i).kind != OpKind::kCollective) continue;
+        const auto& groups = running_groups(p.op(i).axes);
+        info_[st].coll_slot[i] = slots;
+        info_[st].coll_groups[i] = &groups.first;
+        slots += static_cast<uint64_t>(groups.second);
+      }
     }
-    result_.rail_shortcut = rail_shortcut_;
+    arrivals_.assign(slots, 0);
     stage_of_.resize(devices_);
     rem_offset_.resize(devices_ + 1, 0);
     for (uint32_t d = 0; d < devices_; ++d) {
@@ -227,8 +245,17 @@ class EngineCore {
         result_.timeline.devices.push_back(d);
       }
     }
+    // Every running device's spans, unless they are more than asked for.
+    bool every = opt.spans_of_every_device;
     for (uint32_t d = 0; d < devices_; ++d) {
-      if (active_[d] && (flows_traced_[d] || opt.spans_of_every_device)) {
+      if (active_[d]) result_.op_instances += static_cast<int64_t>(program(d).size());
+    }
+    if (every && opt.span_instance_limit > 0 && result_.op_instances > opt.span_instance_limit) {
+      every = false;
+      result_.spans_over_limit = true;
+    }
+    for (uint32_t d = 0; d < devices_; ++d) {
+      if (active_[d] && (flows_traced_[d] || every)) {
         trace_index_[d] = static_cast<int>(trace_starts_.size());
         trace_starts_.emplace_back(program(d).size());
       }
@@ -305,6 +332,8 @@ class EngineCore {
     }
     std::vector<uint16_t> dep_count;
     std::vector<uint64_t> coll_slot;
+    /// Per collective op: its groups' dense indices (running_groups).
+    std::vector<const std::vector<int32_t>*> coll_groups;
     std::vector<double> stream_speedup;  ///< by stream index (EngineOptions::stream_speedup)
   };
   const Program& program(uint32_t d) const {
@@ -427,15 +456,19 @@ class EngineCore {
       case OpKind::kCollective:
         break;
     }
-    const uint64_t slot = info_[stage_of_[d]].coll_slot[op] + static_cast<uint64_t>(mesh_.group_index(d, o.axes));
-    // With the replica shortcut only data-parallel replica 0 runs; a group
-    // that spans dp counts its other members as arrived with it (replicas are
-    // symmetric), and its flows still cover every member.
-    auto size = static_cast<uint32_t>(mesh_.group_size(o.axes));
-    if (opt_.replica_shortcut && (o.axes & axis_bit(MeshAxis::kDp))) {
-      size /= static_cast<uint32_t>(mesh_.size(MeshAxis::kDp));
+    const ProgramInfo& info = info_[stage_of_[d]];
+    const uint64_t slot =
+        info.coll_slot[op] +
+        static_cast<uint64_t>((*info.coll_groups[op])[static_cast<size_t>(mesh_.group_index(d, o.axes))]);
+    // Only the group's canonical members run; the others arrive with the
+    // canonical device of their orbit (symmetry). With the replica shortcut
+    // only data-parallel replica 0 runs, and a group that spans dp counts
+    // its other members as arrived with it (an estimate); its flows still
+    // cover every member.
+    auto size = static_cast<uint32_t>(sym_.group.canonical_members(mesh_, o.axes));
+    if (replica_estimate_ && (o.axes & axis_bit(MeshAxis::kDp))) {
+      size /= static_cast<uint32_t>(sym_.group.step_of(mesh_, MeshAxis::kDp));
     }
-    if (rail_shortcut_ && (o.axes & axis_bit(MeshAxis::kTp))) size /= static_cast<uint32_t>(mesh_.size(MeshAxis::kTp));
     if (++arrivals_[slot] < size) return;
     launch(d, op);
   }
@@ -444,7 +477,7 @@ class EngineCore {
     const uint32_t id = acquire(transfers_, free_transfers_);
     const DeviceId dst = peer_of(d, o.peer_axis, o.peer);
     transfers_[id] = Transfer{d, dst, op, o.pass, now_};
-    for (DeviceId x : {static_cast<DeviceId>(d), receiver_side(d, dst, o)}) {
+    for (DeviceId x : {static_cast<DeviceId>(d), receiver_side(dst)}) {
       clocks_[x].advance(now_);
       ++clocks_[x].comm_active;
       clocks_[x].hold_sms(o, +1);
@@ -458,7 +491,7 @@ class EngineCore {
           EvType::kTransferEnd, id, 0);
       return;
     }
-    self().add_flow(d, dst, static_cast<double>(o.comm_bytes.value()) / k, kP2pOwner | id, rail_shortcut_);
+    self().add_flow(d, dst, static_cast<double>(o.comm_bytes.value()) / k, kP2pOwner | id);
     ++result_.flows;
   }
 
@@ -467,7 +500,7 @@ class EngineCore {
     free_transfers_.push_back(id);
     stream_busy_[tr.src * streams_ + program(tr.src).op(tr.send_op).stream] += now_ - tr.start;
     const Op& sent = program(tr.src).op(tr.send_op);
-    const DeviceId receiver = receiver_side(tr.src, tr.dst, sent);
+    const DeviceId receiver = receiver_side(tr.dst);
     for (DeviceId x : {tr.src, receiver}) {
       clocks_[x].advance(now_);
       --clocks_[x].comm_active;
@@ -475,10 +508,10 @@ class EngineCore {
       retime_compute(x);
     }
     end_op(tr.src, tr.send_op);
-    // Under the rail shortcut a transfer between tensor-parallel ranks
-    // stands for its images: the one that reaches the sender, from the rank
-    // as far behind it as the receiver is ahead, ends now too.
-    const DeviceId from = receiver == tr.src ? peer_of(tr.src, MeshAxis::kTp, -sent.peer) : tr.src;
+    // Under the symmetry reduction a transfer stands for its images: the one
+    // that reaches the receiver's canonical device, from the sender moved
+    // as the receiver was, ends now too.
+    const auto from = symmetric_ ? static_cast<DeviceId>(mesh_.translate(tr.src, tr.dst, receiver)) : tr.src;
     if (!active_[receiver]) return;
     Channel& ch = channels_[channel_key(receiver, from, tr.pass)];
     if (ch.waiting.empty()) {
@@ -490,11 +523,42 @@ class EngineCore {
     end_op(receiver, recv);
   }
 
+  /// For the groups of `axes`: each one's dense index among those with a
+  /// running device (-1 for none), and how many those are.
+  const std::pair<std::vector<int32_t>, int64_t>& running_groups(uint8_t axes) {
+    auto [it, fresh] = running_groups_.try_emplace(axes);
+    if (fresh) {
+      auto& [dense, n] = it->second;
+      dense.assign(static_cast<size_t>(mesh_.num_groups(axes)), -1);
+      for (uint32_t d = 0; d < devices_; ++d) {
+        if (!active_[d]) continue;
+        int32_t& g = dense[static_cast<size_t>(mesh_.group_index(d, axes))];
+        if (g < 0) g = static_cast<int32_t>(n++);
+      }
+    }
+    return it->second;
+  }
+
   /// The device that plays a transfer's receiving end: its peer, or under
-  /// the rail shortcut, for a transfer between tensor-parallel ranks (whose
-  /// peer does not run), the sender itself, which receives its image's.
-  DeviceId receiver_side(DeviceId src, DeviceId dst, const Op& o) const {
-    return rail_shortcut_ && o.peer_axis == MeshAxis::kTp ? src : dst;
+  /// the symmetry reduction the canonical device of the peer's orbit, which
+  /// receives an image of the transfer at the same time.
+  DeviceId receiver_side(DeviceId dst) const {
+    return symmetric_ ? static_cast<DeviceId>(sym_.group.canonical(mesh_, dst)) : dst;
+  }
+
+  /// EngineOptions::symmetry on a backend that can lay flows on a quotient
+  /// network, every device running: the step's symmetry (sim/src/
+  /// symmetry.h), with every traced device canonical; else the trivial group.
+  void find_symmetry_if_asked(const ProgramSet& ps, const Topology& topo) {
+    sym_.group = MeshSymmetry::none(mesh_);
+    if (!opt_.symmetry) return;
+    if (!Backend::kWeighsLinks) {
+      sym_.note = "none (this backend cannot lay a flow for its images)";
+      return;
+    }
+    if (!opt_.active_devices.empty()) return;
+    sym_ = find_symmetry(ps, mesh_, topo, opt_.collective, opt_.calibration, opt_.trace_devices);
+    symmetric_ = !sym_.group.trivial(mesh_);
   }
 
   SimTime route_latency(DeviceId a, DeviceId b) {
@@ -526,6 +590,7 @@ class EngineCore {
           for (FlowSpec& f : ph.flows) f.bytes /= k;
         }
       }
+      if (symmetric_) it->second.orbit_flows = orbit_flows(it->second.plan, o.axes);
     }
     r.cached = &it->second;
     r.phase = 0;
@@ -553,14 +618,65 @@ class EngineCore {
     start_phase(id);
   }
 
+  /// One flow per orbit of each phase's flows, moved to start at the
+  /// canonical device. The group's own translations that the symmetry keeps
+  /// (H_A: shifts along the group's axes) map a plan's flows onto each other
+  /// (find_symmetry checked that they do) and move every device, so an
+  /// orbit holds |H_A| flows of the plan, or a multiple of that where the
+  /// plan repeats a flow (a two-member bidirectional ring): each flow
+  /// moved to the canonical device is laid count / |H_A| times.
+  std::vector<std::vector<FlowSpec>> orbit_flows(const CollectivePlan& plan, uint8_t axes) const {
+    int64_t own = 1;  // |H_A|
+    for (size_t a = 0; a < static_cast<size_t>(kNumMeshAxesWithEp); ++a) {
+      if (axes & (1u << a)) {
+        own *= mesh_.size(static_cast<MeshAxis>(a)) / sym_.group.step_of(mesh_, static_cast<MeshAxis>(a));
+      }
+    }
+    std::vector<std::vector<FlowSpec>> out;
+    using Moved = std::tuple<DeviceId, DeviceId, double, size_t>;  // the flow moved, its index
+    std::vector<Moved> moved;
+    for (const CollectivePhase& ph : plan.phases) {
+      moved.clear();
+      for (size_t i = 0; i < ph.flows.size(); ++i) {
+        const FlowSpec& f = ph.flows[i];
+        const auto src = static_cast<DeviceId>(sym_.group.canonical(mesh_, f.src));
+        moved.emplace_back(src, static_cast<DeviceId>(mesh_.translate(f.dst, f.src, src)), f.bytes, i);
+      }
+      // Per distinct moved flow: its first index in the plan and its count.
+      std::sort(moved.begin(), moved.end());
+      std::vector<std::pair<size_t, size_t>> firsts;  // (first index, position in moved)
+      std::vector<int64_t> count;
+      for (size_t i = 0; i < moved.size(); ++i) {
+        const bool same = i > 0 && std::get<0>(moved[i]) == std::get<0>(moved[i - 1]) &&
+                          std::get<1>(moved[i]) == std::get<1>(moved[i - 1]) &&
+                          std::get<2>(moved[i]) == std::get<2>(moved[i - 1]);
+        if (same) {
+          ++count.back();
+          continue;
+        }
+        firsts.emplace_back(std::get<3>(moved[i]), i);
+        count.push_back(1);
+      }
+      std::vector<size_t> order(firsts.size());
+      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return firsts[x].first < firsts[y].first; });
+      std::vector<FlowSpec>& laid = out.emplace_back();
+      for (size_t k : order) {
+        SHARDSIM_ASSERT(count[k] % own == 0, "a collective plan not invariant under its group's translations");
+        const auto& [src, dst, bytes, index] = moved[firsts[k].second];
+        for (int64_t c = 0; c < count[k] / own; ++c) laid.push_back({src, dst, bytes});
+      }
+    }
+    return out;
+  }
+
   void start_phase(uint32_t id) {
     CollectiveRun& r = runs_[id];
     const CollectivePhase& ph = r.cached->plan.phases[r.phase];
-    r.pending = ph.flows.size();
-    // A group that spans tensor-parallel ranks is laid whole: no images.
-    const bool images = rail_shortcut_ && !(program(r.cached->members.front()).op(r.op).axes & axis_bit(MeshAxis::kTp));
-    for (const FlowSpec& f : ph.flows) {
-      self().add_flow(f.src, f.dst, f.bytes, id, images);
+    const std::vector<FlowSpec>& flows = symmetric_ ? r.cached->orbit_flows[r.phase] : ph.flows;
+    r.pending = flows.size();
+    for (const FlowSpec& f : flows) {
+      self().add_flow(f.src, f.dst, f.bytes, id);
       ++result_.flows;
     }
     if (r.pending == 0) push(now_ + ph.latency, EvType::kPhaseEnd, id, 0);
@@ -699,6 +815,7 @@ class EngineCore {
   std::vector<uint16_t> stage_of_;
   std::vector<size_t> rem_offset_;
   std::vector<uint32_t> arrivals_;
+  std::unordered_map<uint8_t, std::pair<std::vector<int32_t>, int64_t>> running_groups_;  ///< by axes
   std::vector<uint16_t> remaining_;
 #if SHARDSIM_EXPENSIVE_CHECKS
   std::vector<uint8_t> ended_;  // per device and op
@@ -708,7 +825,9 @@ class EngineCore {
   size_t streams_ = 1;
   std::vector<SimTime> compute_by_kind_;  // [device][compute kind]
   std::vector<SimTime> stream_busy_;      // [device][stream]: communication ops in flight
-  bool rail_shortcut_ = false;            ///< only tensor-parallel rank 0 runs (backends route by Topology::rail_route)
+  StepSymmetry sym_;                      ///< the group whose canonical devices run (EngineOptions::symmetry)
+  bool symmetric_ = false;                ///< sym_ is not trivial: flows are laid once per orbit
+  bool replica_estimate_ = false;         ///< EngineOptions::replica_shortcut beyond the symmetry
   std::vector<int> trace_index_;          ///< devices whose spans are recorded
   std::vector<bool> flows_traced_;        ///< trace_devices: their flows too
   std::vector<std::vector<SimTime>> trace_starts_;

@@ -20,7 +20,7 @@ FluidNetwork::FluidNetwork(const Topology& topo) : topo_(topo) {
   for (size_t i = 0; i < n; ++i) capacity_[i] = topo.link(static_cast<LinkId>(i)).bandwidth.value();
 }
 
-FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now, bool images) {
+FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now) {
   SHARDSIM_ASSERT(src != dst, "a flow needs two devices");
   FlowId id;
   if (!free_.empty()) {
@@ -43,13 +43,25 @@ FlowId FluidNetwork::add(DeviceId src, DeviceId dst, double bytes, uint32_t owne
   f.active = true;
   f.route.clear();
   f.frac.clear();
-  images = images && rail_copies_ > 0;
-  if (images || topo_.splits_flows()) {
-    if (images) {
-      topo_.rail_route(src, dst, rail_copies_, f.route, f.frac);
-    } else {
-      topo_.route_split(src, dst, f.route, f.frac);
+  if (quotient_rep_ != nullptr) {
+    SHARDSIM_ASSERT(!topo_.splits_flows(), "a quotient network of split flows");
+    route_scratch_.clear();
+    topo_.route(src, dst, route_scratch_);
+    for (LinkId l : route_scratch_) {
+      const LinkId r = (*quotient_rep_)[l];
+      if (r == Topology::kUnboundLink) continue;
+      const auto it = std::find(f.route.begin(), f.route.end(), r);
+      if (it != f.route.end()) {
+        f.frac[static_cast<size_t>(it - f.route.begin())] += (*quotient_weight_)[l];
+      } else {
+        f.route.push_back(r);
+        f.frac.push_back((*quotient_weight_)[l]);
+      }
     }
+    SHARDSIM_ASSERT(!f.route.empty(), "a quotient route with no link that can bind");
+    if (std::all_of(f.frac.begin(), f.frac.end(), [](double x) { return x == 1.0; })) f.frac.clear();
+  } else if (topo_.splits_flows()) {
+    topo_.route_split(src, dst, f.route, f.frac);
     if (std::all_of(f.frac.begin(), f.frac.end(), [](double x) { return x == 1.0; })) f.frac.clear();
   } else {
     topo_.route(src, dst, f.route);

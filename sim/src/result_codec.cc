@@ -101,7 +101,8 @@ std::string encode_engine_result(const EngineResult& r) {
   w.pods(r.link_bytes);
   w.pod(r.flow_byte_hops);
   w.pod(r.active_devices);
-  w.pod(static_cast<uint8_t>(r.rail_shortcut));
+  w.pod(r.symmetry.step);
+  w.str(r.symmetry_note);
   w.named(r.compute_by_kind_s);
   w.named(r.comm_busy_by_stream_s);
   return w.take();
@@ -122,7 +123,8 @@ EngineResult decode_engine_result(const std::string& bytes) {
   r.link_bytes = in.pods<double>();
   r.flow_byte_hops = in.pod<double>();
   r.active_devices = in.pod<int64_t>();
-  r.rail_shortcut = in.pod<uint8_t>() != 0;
+  r.symmetry.step = in.pod<decltype(r.symmetry.step)>();
+  r.symmetry_note = in.str();
   r.compute_by_kind_s = in.named();
   r.comm_busy_by_stream_s = in.named();
   if (!in.at_end()) throw std::runtime_error("engine result: trailing bytes");

@@ -118,7 +118,7 @@ const char* kPipe = R"({"model": {"name": "tiny", "layers": 16, "hidden": 1024, 
 TEST(Pipeline, ReplicaShortcutMatchesSimulatingEveryDevice) {
   for (const char* zero : {"0", "1", "3"}) {
     // (The rail shortcut, checked in symmetry_test.cc, off: every rank runs.)
-    const Scenario s = testing::scenario(kPipe, {{"plan.zero", zero}, {"simulator.rail_shortcut", "false"}});
+    const Scenario s = testing::scenario(kPipe, {{"plan.zero", zero}, {"simulator.symmetry", "false"}});
     const StepRun full = run_training_step(s, {}, false);
     const StepRun shortcut = run_training_step(s, {}, true);
     EXPECT_EQ(full.report.sim.simulated_devices, 64);

@@ -1,19 +1,22 @@
-// Symmetry shortcuts against the full simulation (the oracle). The rail
-// shortcut (EngineOptions::rail_shortcut): where the fabric keeps each local
-// rank's traffic between nodes on its own rail and tensor-parallel groups
-// lie inside nodes, simulating tensor-parallel rank 0 alone gives the full
-// step, for dense, pipelined, context-parallel, FSDP and expert-parallel
-// plans, with and without the replica shortcut; where any condition fails,
-// every rank runs. The replica shortcut is exact, and on by default at any
-// size, where a replica is one NVSwitch node.
+// The symmetry reduction against the full simulation (the oracle): where
+// mesh translations map the fabric, the routes and the collective plans
+// onto themselves, simulating one device per orbit (EngineOptions::
+// symmetry) gives the full step for dense, pipelined, context-parallel,
+// FSDP, hybrid-sharded and expert-parallel plans, on oversubscribed and
+// full-bisection fat trees and on tori, with and without the replica
+// shortcut; where the fabric or the plan breaks it, the group shrinks or
+// every device runs. The replica shortcut is exact, and on by default at
+// any size, where a replica is one NVSwitch node.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "shardsim/app/step.h"
+#include "shardsim/core/error.h"
 #include "test_helpers.h"
 
 namespace shardsim {
@@ -33,14 +36,23 @@ const char* kDense = R"({"name": "dense", "layers": 8, "hidden": 4096, "ffn_hidd
 const char* kMoe = R"({"name": "moe", "layers": 4, "hidden": 2048, "ffn_hidden": 8192, "heads": 16, "kv_heads": 8,
     "vocab": 32000, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 4096}})";
 
-StepRun run(const std::string& json, bool rail, ReplicaShortcut replica = ReplicaShortcut::kOff) {
+StepRun run(const std::string& json, bool symmetry, ReplicaShortcut replica = ReplicaShortcut::kOff) {
   SimulateOptions opt;
   opt.replica_shortcut = replica;
   opt.timing = false;
-  return simulate_step(testing::scenario(json, {{"simulator.rail_shortcut", rail ? "true" : "false"}}), opt);
+  return simulate_step(testing::scenario(json, {{"simulator.symmetry", symmetry ? "true" : "false"}}), opt);
 }
 
-TEST(RailShortcut, RankZeroAloneGivesTheFullStep) {
+/// The symmetric run gives the full run's step, breakdown and memory.
+void expect_same_step(const StepRun& fast, const StepRun& full) {
+  EXPECT_NEAR(fast.report.step_time_s, full.report.step_time_s, 1e-9 * full.report.step_time_s);
+  EXPECT_NEAR(fast.report.breakdown.exposed_comm_s, full.report.breakdown.exposed_comm_s,
+              1e-9 * full.report.step_time_s);
+  EXPECT_NEAR(fast.report.breakdown.compute_s, full.report.breakdown.compute_s, 1e-9 * full.report.step_time_s);
+  EXPECT_EQ(fast.report.memory.peak_bytes_per_device, full.report.memory.peak_bytes_per_device);
+}
+
+TEST(Symmetry, CanonicalDevicesAloneGiveTheFullStep) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {kDense, R"({"dp": 8, "tp": 8, "zero": 1, "sequence_parallel": true, "global_batch": 16, "seq_len": 2048})"},
       {kDense, R"({"dp": 4, "tp": 8, "pp": 2, "schedule": "interleaved", "virtual_stages": 2, "zero": 1,
@@ -75,28 +87,36 @@ TEST(RailShortcut, RankZeroAloneGivesTheFullStep) {
   runs.emplace_back(kDense, cases[4].second, pods);
   runs.emplace_back(kDense, cases[5].second, pods);
   runs.emplace_back(kDense, cases[8].second, pods);
+  // And full bisection (switch links cannot bind: every node-keeping shift
+  // is exact), where data-parallel replicas map onto each other too.
+  const std::string bisection = R"(, "oversubscription": 1)";
+  runs.emplace_back(kDense, cases[0].second, bisection);
+  runs.emplace_back(kDense, cases[1].second, bisection);
+  runs.emplace_back(kDense, cases[2].second, bisection);
+  runs.emplace_back(kMoe, cases[3].second, bisection);
+  runs.emplace_back(kDense, cases[5].second, bisection + pods);
+  runs.emplace_back(kMoe, cases[9].second, bisection);
   for (const auto& [model, plan, fabric] : runs) {
     SCOPED_TRACE(plan + fabric);
     const std::string json = rail_scenario(model, plan, fabric);
     for (const ReplicaShortcut replica : {ReplicaShortcut::kOff, ReplicaShortcut::kOn}) {
-      const StepRun full = run(json, false, replica);
-      const StepRun rail = run(json, true, replica);
-      EXPECT_FALSE(full.report.sim.rail_shortcut);
-      ASSERT_TRUE(rail.report.sim.rail_shortcut);
+      const StepRun fast = run(json, true, replica);
+      // The oracle: every device, or with the replica shortcut where the
+      // symmetry leaves dp to its estimate, every device of replica 0.
+      const StepRun full = run(json, false, fast.report.sim.replica_estimate ? replica : ReplicaShortcut::kOff);
+      EXPECT_EQ(full.report.sim.symmetry, "");
+      ASSERT_NE(fast.report.sim.symmetry.find("translations along tp"), std::string::npos) << fast.report.sim.symmetry;
       const int64_t tp = testing::scenario(json).plan.tp;
-      EXPECT_EQ(rail.report.sim.simulated_devices, full.report.sim.simulated_devices / tp);
-      EXPECT_NEAR(rail.report.step_time_s, full.report.step_time_s, 1e-9 * full.report.step_time_s);
-      EXPECT_NEAR(rail.report.breakdown.exposed_comm_s, full.report.breakdown.exposed_comm_s,
-                  1e-9 * full.report.step_time_s);
-      EXPECT_EQ(rail.report.memory.peak_bytes_per_device, full.report.memory.peak_bytes_per_device);
-      EXPECT_LT(rail.report.sim.events, full.report.sim.events);
+      EXPECT_LE(fast.report.sim.simulated_devices, full.report.sim.simulated_devices / tp);
+      expect_same_step(fast, full);
+      EXPECT_LT(fast.report.sim.events, full.report.sim.events);
     }
   }
 }
 
 // The critical path of rank 0 alone is the full simulation's: the same
 // length and time by category (it may visit other, symmetric, ranks there).
-TEST(RailShortcut, CriticalPathMatchesTheFullSimulation) {
+TEST(Symmetry, CriticalPathMatchesTheFullSimulation) {
   for (const char* plan : {R"({"dp": 8, "tp": 4, "pp": 2, "zero": 1, "sequence_parallel": true,
                                "tp_comm_overlap": true, "global_batch": 32, "seq_len": 2048})",
                            R"({"dp": 8, "tp": 2, "cp": 2, "pp": 2, "zero": 1, "global_batch": 16,
@@ -104,16 +124,16 @@ TEST(RailShortcut, CriticalPathMatchesTheFullSimulation) {
     SCOPED_TRACE(plan);
     const Scenario base = testing::scenario(rail_scenario(kDense, plan));
     CriticalPathReport path[2];
-    for (const bool rail : {false, true}) {
+    for (const bool symmetry : {false, true}) {
       Scenario s = base;
-      s.simulator.rail_shortcut = rail;
+      s.simulator.symmetry = symmetry;
       SimulateOptions opt;
       opt.replica_shortcut = ReplicaShortcut::kOff;
       opt.critical_path = CriticalPathMode::kOn;
       opt.timing = false;
       const StepRun r = simulate_step(s, opt);
-      ASSERT_EQ(r.report.sim.rail_shortcut, rail);
-      path[rail] = r.report.critical_path;
+      ASSERT_EQ(r.report.sim.simulated_devices < 64, symmetry);
+      path[symmetry] = r.report.critical_path;
     }
     ASSERT_TRUE(path[0].present && path[1].present);
     EXPECT_NEAR(path[1].length_s, path[0].length_s, 1e-9 * path[0].length_s);
@@ -124,28 +144,137 @@ TEST(RailShortcut, CriticalPathMatchesTheFullSimulation) {
   }
 }
 
-// Every condition, broken alone, makes every rank run.
-TEST(RailShortcut, FallsBackWhereRanksWouldDiffer) {
+// Where the fabric breaks a translation the group shrinks to the steps
+// that keep it (and the step still equals the full simulation); where
+// nothing can be checked, every device runs.
+TEST(Symmetry, ShrinksOrFallsBackWhereDevicesWouldDiffer) {
   const std::string plan = R"({"dp": 8, "tp": 8, "zero": 1, "global_batch": 16, "seq_len": 2048})";
-  EXPECT_TRUE(run(rail_scenario(kDense, plan), true).report.sim.rail_shortcut);
-  // Leaves that serve consecutive GPUs carry every rank's traffic.
-  EXPECT_FALSE(run(rail_scenario(kDense, plan, R"(, "rail_optimized": false)"), true).report.sim.rail_shortcut);
-  // Three tiers with pods of half a unit: rails cross different pods.
-  EXPECT_FALSE(run(rail_scenario(kDense, plan, R"(, "tiers": 3, "leaves_per_pod": 4)"), true).report.sim.rail_shortcut);
-  // Tensor-parallel groups of two nodes: their collectives cross the rails.
-  EXPECT_FALSE(
-      run(rail_scenario(kDense, R"({"dp": 4, "tp": 16, "zero": 1, "global_batch": 16, "seq_len": 2048})"), true)
-          .report.sim.rail_shortcut);
-  // Tensor parallelism not innermost in the mesh.
-  EXPECT_FALSE(run(rail_scenario(kDense, R"({"dp": 8, "tp": 8, "zero": 1, "global_batch": 16, "seq_len": 2048,
-                                             "mesh_order": ["dp", "tp", "cp", "pp"]})"),
-                   true)
-                   .report.sim.rail_shortcut);
-  // A traced device of another rank must run.
+  struct Case {
+    std::string json;
+    std::string note;  ///< what the symmetry must say
+  };
+  const std::vector<Case> cases = {
+      {rail_scenario(kDense, plan), "translations along tp, dp (every 2)"},
+      // Leaves of two consecutive GPUs: only shifts by two keep them.
+      {rail_scenario(kDense, plan, R"(, "rail_optimized": false)"), "translations along tp (every 2), dp"},
+      // Three tiers with pods of half a unit: rails 0-3 and 4-7 cross
+      // different pods.
+      {rail_scenario(kDense, plan, R"(, "tiers": 3, "leaves_per_pod": 4)"),
+       "translations along tp (every 4), dp (every 2)"},
+      // Tensor-parallel groups of two nodes: a shift by one crosses nodes.
+      {rail_scenario(kDense, R"({"dp": 4, "tp": 16, "zero": 1, "global_batch": 16, "seq_len": 2048})"),
+       "translations along tp (every 8), dp"},
+      // Data parallelism innermost: replicas share nodes.
+      {rail_scenario(kDense, R"({"dp": 8, "tp": 8, "zero": 1, "global_batch": 16, "seq_len": 2048,
+                                 "mesh_order": ["dp", "tp", "cp", "pp"]})"),
+       "translations along tp (every 2), dp"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.json);
+    const StepRun fast = run(c.json, true);
+    EXPECT_EQ(fast.report.sim.symmetry.substr(0, c.note.size()), c.note) << fast.report.sim.symmetry;
+    expect_same_step(fast, run(c.json, false));
+  }
+  // Traced devices run: steps grow until they are canonical (tp 3 and
+  // dp 1: tp every 4, dp every 2), or there is no shift left (tp 7).
   SimulateOptions opt;
-  opt.trace_devices = {3};
   opt.replica_shortcut = ReplicaShortcut::kOff;
-  EXPECT_FALSE(simulate_step(testing::scenario(rail_scenario(kDense, plan)), opt).report.sim.rail_shortcut);
+  opt.timing = false;
+  const Scenario rails = testing::scenario(rail_scenario(kDense, plan));
+  opt.trace_devices = {3, 8};
+  const StepRun traced = simulate_step(rails, opt);
+  EXPECT_EQ(traced.report.sim.symmetry, "translations along tp (every 4), dp (every 2)");
+  EXPECT_EQ(traced.report.sim.simulated_devices, 8);
+  opt.trace_devices = {7};
+  EXPECT_EQ(simulate_step(rails, opt).report.sim.symmetry,
+            "translations along dp (every 2); none along tp: a traced device");
+  expect_same_step(traced, run(rail_scenario(kDense, plan), false));
+  // A graph fabric cannot tell its automorphisms.
+  opt.trace_devices = {0};
+  const StepRun graph = simulate_step(
+      load_scenario(std::string(SHARDSIM_SOURCE_DIR) + "/examples/llama3-8b-h100x64-graphml.json", {}), opt);
+  EXPECT_EQ(graph.report.sim.simulated_devices, 64);
+  EXPECT_EQ(graph.report.sim.symmetry.substr(0, 5), "none ") << graph.report.sim.symmetry;
+}
+
+// Small random scenarios (seeded): fat trees rail-optimised or not, with
+// 1 to 4 nodes a leaf, full bisection or 2:1, two or three tiers, and tori
+// with and without wraparound; dense and MoE models; random tp, cp, pp
+// (1F1B or interleaved), dp, ep, ZeRO, mesh orders, microbatches,
+// recomputation, tensor-parallel overlap. Wherever the symmetry is found
+// the step equals the full simulation's; and it is found often enough to
+// matter.
+TEST(Symmetry, RandomScenariosMatchTheFullSimulation) {
+  std::mt19937_64 rng(20261126);
+  auto pick = [&](std::initializer_list<const char*> xs) {
+    return std::string(*(xs.begin() + static_cast<std::ptrdiff_t>(rng() % xs.size())));
+  };
+  auto pick_int = [&](std::initializer_list<int> xs) {
+    return *(xs.begin() + static_cast<std::ptrdiff_t>(rng() % xs.size()));
+  };
+  int ran = 0, reduced = 0;
+  for (int attempt = 0; attempt < 1000 && ran < 150; ++attempt) {
+    const bool torus = rng() % 4 == 0;
+    const int devices = torus ? 32 : pick_int({32, 64});
+    std::string cluster;
+    if (torus) {
+      cluster = R"({"chip": "tpu-v5e", "devices": 32, "fabric": {"kind": "torus", )" +
+                pick({R"("dims": [8, 4], "wraparound": [true, true])", R"("dims": [8, 4], "wraparound": [true, false])",
+                      R"("dims": [8, 4], "wraparound": [false, true])",
+                      R"("dims": [4, 2, 4], "wraparound": [true, false, true])"}) +
+                "}}";
+    } else {
+      cluster = R"({"chip": "h100-sxm", "devices": )" + std::to_string(devices) +
+                R"(, "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": )" + pick({"4", "8"}) +
+                R"(, "rail_optimized": )" + pick({"true", "false"}) + R"(, "nics_per_leaf": )" +
+                pick({"1", "2", "4", "8"}) + R"(, "oversubscription": )" + pick({"1", "2"}) +
+                pick({"", R"(, "tiers": 3, "leaves_per_pod": 4)", R"(, "tiers": 3, "leaves_per_pod": 8)"}) + "}}";
+    }
+    const bool moe = rng() % 3 == 0;
+    const int tp = pick_int({1, 2, 4}), cp = pick_int({1, 1, 2}), pp = pick_int({1, 1, 2});
+    const int dp = devices / (tp * cp * pp);
+    const int ep = moe ? pick_int({1, 2, 4}) : 1;
+    const int mb = pick_int({1, 2});
+    const int batch = dp * mb * pick_int({2, 4});
+    // Hybrid FSDP: ZeRO-3 sharded over pairs of data-parallel ranks.
+    const bool hybrid = dp >= 4 && rng() % 4 == 0;
+    const std::string zero = hybrid ? "3" : pick({"0", "1", "2", "3"});
+    std::string plan =
+        R"({"tp": )" + std::to_string(tp) + R"(, "cp": )" + std::to_string(cp) + R"(, "pp": )" + std::to_string(pp) +
+        R"(, "dp": )" + std::to_string(dp) + R"(, "ep": )" + std::to_string(ep) + R"(, "zero": )" + zero +
+        R"(, "microbatch_size": )" + std::to_string(mb) + R"(, "global_batch": )" + std::to_string(batch) +
+        R"(, "seq_len": 2048, "recompute": ")" + pick({"none", "selective", "full"}) + R"(", "sequence_parallel": )" +
+        (tp > 1 ? pick({"true", "false"}) : "false") + R"(, "tp_comm_overlap": )" +
+        (tp > 1 ? pick({"true", "false"}) : "false") + R"(, "mesh_order": )" +
+        pick({R"(["tp", "cp", "pp", "dp"])", R"(["tp", "cp", "dp", "pp"])", R"(["cp", "tp", "pp", "dp"])"});
+    if (pp > 1) plan += pick({"", R"(, "schedule": "interleaved", "virtual_stages": 2)", R"(, "schedule": "gpipe")"});
+    if (cp > 1) plan += R"(, "cp_comm": ")" + pick({"p2p", "all_gather", "a2a"}) + R"(")";
+    if (moe && ep > 1) plan += R"(, "moe_dispatcher": ")" + pick({"alltoall", "allgather"}) + R"(")";
+    if (hybrid) plan += R"(, "fsdp_shard_size": 2)";
+    plan += "}";
+    const std::string json = R"({"model": )" + std::string(moe ? kMoe : kDense) + R"(, "cluster": )" + cluster +
+                             R"(, "plan": )" + plan + "}";
+    Scenario s;
+    try {
+      s = testing::scenario(json);
+    } catch (const InputError&) {
+      continue;  // an invalid combination
+    }
+    SCOPED_TRACE(json);
+    ++ran;
+    SimulateOptions opt;
+    opt.replica_shortcut = ReplicaShortcut::kOff;
+    opt.timing = false;
+    opt.critical_path = CriticalPathMode::kOff;
+    const StepRun fast = simulate_step(s, opt);
+    s.simulator.symmetry = false;
+    const StepRun full = simulate_step(s, opt);
+    ASSERT_EQ(full.report.sim.simulated_devices, devices);
+    reduced += fast.report.sim.simulated_devices < devices;
+    expect_same_step(fast, full);
+  }
+  EXPECT_GE(ran, 120);
+  EXPECT_GE(reduced, ran / 2);
+  std::printf("%d random scenarios, %d of them reduced\n", ran, reduced);
 }
 
 // A replica that is one node (tp·cp·pp = 8): replica 0 alone (and with
@@ -171,8 +300,9 @@ TEST(ReplicaShortcut, ExactAndOnByDefaultWhereAReplicaIsANode) {
   const std::string half = rail_scenario(kDense, R"({"dp": 16, "tp": 4, "zero": 1, "global_batch": 16,
                                                      "seq_len": 2048})");
   EXPECT_FALSE(replica_is_a_node(testing::scenario(half)));
-  // (Every replica runs; the rail shortcut runs tensor-parallel rank 0.)
-  EXPECT_EQ(run(half, true, ReplicaShortcut::kAuto).report.sim.simulated_devices, 64 / 4);
+  // (Every replica runs, one device per orbit: tp rank 0 of replicas 0-3,
+  // those of two nodes, a leaf.)
+  EXPECT_EQ(run(half, true, ReplicaShortcut::kAuto).report.sim.simulated_devices, 4);
   // Expert parallelism splits dp: other replicas' all-to-alls share links.
   EXPECT_FALSE(replica_is_a_node(testing::scenario(
       rail_scenario(kMoe, R"({"dp": 8, "tp": 8, "ep": 4, "zero": 1, "sequence_parallel": true, "global_batch": 16,

@@ -91,37 +91,127 @@ TEST(FatTree, OversubscriptionShrinksLeafUplinks) {
   EXPECT_DOUBLE_EQ(t->link(r[1]).bandwidth.value(), 4 * 50e9 / 4);
 }
 
-// The rail shortcut's routes (Topology::rail_route) with 4 tensor-parallel
-// ranks in 8-GPU nodes: a flow from a rank-0 device inside a node stands
-// for its images, local rank r shifted by c inside its group of 4, each on
-// its own NVLinks (a ring exchange to rank 1 wraps: 3 -> 0); between nodes
-// the flow keeps its rail's links, and with pods of whole units a pod link
-// carries all 4.
-TEST(FatTree, RailRouteLaysEveryImageInsideANode) {
-  FatTreeSpec f = fat_tree();
-  f.tiers = 3;
-  f.leaves_per_pod = 8;
-  auto t = make_fat_tree(f, 512);
-  ASSERT_EQ(t->rail_group(), 8);
-  std::vector<LinkId> links;
-  std::vector<double> w;
-  for (const auto& [src, dst, images] : {std::tuple<DeviceId, DeviceId, std::vector<std::pair<DeviceId, DeviceId>>>{
-                                             0, 4, {{0, 4}, {1, 5}, {2, 6}, {3, 7}}},
-                                         {0, 1, {{0, 1}, {1, 2}, {2, 3}, {3, 0}}},
-                                         {12, 15, {{12, 15}, {13, 12}, {14, 13}, {15, 14}}}}) {
-    links.clear();
-    w.clear();
-    t->rail_route(src, dst, 4, links, w);
-    std::vector<LinkId> expected;
-    for (const auto& [a, b] : images) t->route(a, b, expected);
-    EXPECT_EQ(links, expected);
-    EXPECT_EQ(w, std::vector<double>(expected.size(), 1.0));
+/// The device permutation of a shift by h along axis a of `mesh`.
+std::vector<DeviceId> shifted(const Mesh& mesh, MeshAxis a, int64_t h) {
+  std::vector<DeviceId> perm(static_cast<size_t>(mesh.devices()));
+  for (int64_t d = 0; d < mesh.devices(); ++d) {
+    const int64_t to = d + (((mesh.coord(d, a) + h) % mesh.size(a)) - mesh.coord(d, a)) * mesh.stride(a);
+    perm[static_cast<size_t>(d)] = static_cast<DeviceId>(to);
   }
-  links.clear();
-  w.clear();
-  t->rail_route(4, 260, 4, links, w);  // rail 4, other pod: nic, leaf, pod up, pod down, leaf, nic
-  ASSERT_EQ(links.size(), 6u);
-  EXPECT_EQ(w, (std::vector<double>{1, 1, 4, 4, 1, 1}));
+  return perm;
+}
+
+/// Topology::permute_links's contract, over every pair of devices: the
+/// links of route(perm s, perm d) that can bind are the images of route(s,
+/// d)'s, in order, with the same bandwidths, and the map is one to one.
+void expect_routes_map(const Topology& t, const std::vector<DeviceId>& perm, const std::vector<LinkId>& img) {
+  ASSERT_EQ(img.size(), t.num_links());
+  std::vector<uint8_t> hit(t.num_links(), 0);
+  for (size_t l = 0; l < img.size(); ++l) {
+    if (img[l] == Topology::kUnboundLink) continue;
+    EXPECT_FALSE(hit[img[l]]) << "two links onto " << img[l];
+    hit[img[l]] = 1;
+    EXPECT_EQ(t.link(static_cast<LinkId>(l)).bandwidth.value(), t.link(img[l]).bandwidth.value());
+  }
+  std::vector<LinkId> a, b, mapped, bound;
+  for (DeviceId s = 0; s < t.num_devices(); ++s) {
+    for (DeviceId d = 0; d < t.num_devices(); ++d) {
+      a.clear();
+      b.clear();
+      t.route(s, d, a);
+      t.route(perm[s], perm[d], b);
+      mapped.clear();
+      bound.clear();
+      for (LinkId l : a) {
+        if (img[l] != Topology::kUnboundLink) mapped.push_back(img[l]);
+      }
+      for (LinkId l : b) {
+        if (img[l] != Topology::kUnboundLink) bound.push_back(l);
+      }
+      ASSERT_EQ(mapped, bound) << s << " -> " << d;
+    }
+  }
+}
+
+// Which translations a fat tree accepts: with oversubscribed leaves (2
+// nodes of 8 GPUs per rail leaf, 2:1) local-rank permutations alike in
+// every node and shifts by whole leaves' worth of nodes, not by one node;
+// with full bisection (switch links can never bind, and are left out) any
+// shift that keeps nodes whole; never one that splits a node. Every
+// accepted one maps routes onto routes.
+TEST(FatTree, PermuteLinksAcceptsExactlyTheTranslationsThatKeepItsStructure) {
+  FatTreeSpec over = fat_tree();
+  over.nics_per_leaf = 2;
+  over.oversubscription = 2;
+  FatTreeSpec full = over;
+  full.oversubscription = 1;
+  FatTreeSpec pods = full;
+  pods.oversubscription = 2;
+  pods.tiers = 3;
+  pods.leaves_per_pod = 8;  // pods of one unit: 2 nodes
+  const Mesh mesh({4, 2, 1, 8}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});   // a node: tp x cp
+  const Mesh half({4, 1, 1, 16}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});  // half a node
+  struct Case {
+    const FatTreeSpec* spec;
+    const Mesh* m;
+    MeshAxis axis;
+    int64_t h;
+    bool accepted;
+    bool switches_left_out;
+  };
+  const std::vector<Case> cases = {
+      {&over, &mesh, MeshAxis::kTp, 1, true, false},  {&over, &mesh, MeshAxis::kCp, 1, true, false},
+      {&over, &mesh, MeshAxis::kDp, 1, false, false}, {&over, &mesh, MeshAxis::kDp, 2, true, false},
+      {&full, &mesh, MeshAxis::kDp, 1, true, true},   {&full, &half, MeshAxis::kDp, 1, false, true},
+      {&full, &half, MeshAxis::kDp, 2, true, true},   {&pods, &mesh, MeshAxis::kDp, 2, true, false},
+      {&pods, &mesh, MeshAxis::kTp, 1, true, false},  {&over, &half, MeshAxis::kTp, 2, true, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(static_cast<int>(c.axis)) + " by " + std::to_string(c.h));
+    auto t = make_fat_tree(*c.spec, 64);
+    const std::vector<DeviceId> perm = shifted(*c.m, c.axis, c.h);
+    std::vector<LinkId> img;
+    ASSERT_EQ(t->permute_links(perm, img), c.accepted);
+    if (!c.accepted) continue;
+    expect_routes_map(*t, perm, img);
+    EXPECT_EQ(img.back() == Topology::kUnboundLink, c.switches_left_out);
+  }
+}
+
+// Tori accept translations along the axes that wrap, and nothing else.
+TEST(Torus, PermuteLinksAcceptsTranslationsAlongWrappedAxes) {
+  auto t = make_torus(torus({4, 4, 2}, {true, true, false}));
+  std::vector<DeviceId> perm(32);
+  std::vector<LinkId> img;
+  for (const auto& [dx, dy, dz, accepted] :
+       {std::tuple{1, 0, 0, true}, std::tuple{0, 3, 0, true}, std::tuple{2, 1, 0, true}, std::tuple{0, 0, 1, false}}) {
+    for (DeviceId d = 0; d < 32; ++d) {
+      const int64_t x = (d % 4 + dx) % 4, y = (d / 4 % 4 + dy) % 4, z = (d / 16 + dz) % 2;
+      perm[d] = static_cast<DeviceId>(x + 4 * y + 16 * z);
+    }
+    ASSERT_EQ(t->permute_links(perm, img), accepted) << dx << dy << dz;
+    if (accepted) expect_routes_map(*t, perm, img);
+  }
+  // A rotation inside blocks of two along x is no translation of the torus.
+  for (DeviceId d = 0; d < 32; ++d) perm[d] = d % 2 == 0 ? d + 1 : d - 1;
+  EXPECT_FALSE(t->permute_links(perm, img));
+}
+
+TEST(Mesh, TranslationsAndCanonicalDevices) {
+  const Mesh m({4, 2, 2, 4}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+  // translate: the offset that takes 1 (tp 1) to 6 (tp 2, cp 1), applied to 15 (tp 3, cp 1, pp 1).
+  // The offset from device 1 (tp 1) to 6 (tp 2, cp 1), applied to 15 (tp
+  // 3, cp 1, pp 1), wraps both: tp 0, cp 0, pp 1.
+  EXPECT_EQ(m.translate(15, 1, 6), 8);
+  MeshSymmetry sym = MeshSymmetry::none(m);
+  EXPECT_TRUE(sym.trivial(m));
+  EXPECT_EQ(sym.order(m), 1);
+  sym.step[static_cast<size_t>(MeshAxis::kTp)] = 1;
+  sym.step[static_cast<size_t>(MeshAxis::kDp)] = 2;
+  EXPECT_EQ(sym.order(m), 4 * 2);
+  // Device 4·2·2·3 + 4·2·1 + 3 = dp 3, pp 1, tp 3 -> dp 1, pp 1, tp 0.
+  EXPECT_EQ(sym.canonical(m, 48 + 8 + 3), 16 + 8);
+  EXPECT_TRUE(sym.is_canonical(m, 16 + 8));
+  EXPECT_EQ(sym.canonical_members(m, axis_bit(MeshAxis::kTp) | axis_bit(MeshAxis::kCp)), 1 * 2);
 }
 
 TEST(Mesh, TensorParallelIsInnermostByDefault) {

@@ -51,38 +51,9 @@ class FatTree final : public Topology {
   int64_t num_devices() const override { return devices_; }
   int64_t node_of(DeviceId d) const override { return d / spec_.gpus_per_node; }
   int64_t gpus_per_node() const override { return spec_.gpus_per_node; }
-  /// Rail-optimised: GPU r of every node reaches GPU r of another over its
-  /// NIC, rail r's leaves and their uplinks, and with three tiers the pods'
-  /// links, which every rail of the pod's units crosses alike when pods
-  /// hold whole units (leaves_per_pod a multiple of gpus_per_node); whole
-  /// nodes only.
-  int64_t rail_group() const override {
-    const int64_t g = spec_.gpus_per_node;
-    if (!spec_.rail_optimized || devices_ % g != 0) return 0;
-    if (pods_ > 0 && spec_.leaves_per_pod % g != 0) return 0;
-    return g;
-  }
-  bool rails_share_links() const override { return pods_ > 0; }
-  /// Inside a node the images' NVLinks (one up, one down link each, no
-  /// two images alike); between nodes a pod link carries every image.
-  void rail_route(DeviceId src, DeviceId dst, int64_t copies, std::vector<LinkId>& links,
-                  std::vector<double>& weights) const override {
-    const size_t first = links.size();
-    if (node_of(src) == node_of(dst)) {
-      // Image c: local rank r -> r - r % copies + (r % copies + c) % copies.
-      const auto image = [copies](DeviceId d, int64_t c) {
-        return static_cast<DeviceId>(d - d % copies + (d % copies + c) % copies);
-      };
-      for (int64_t c = 0; c < copies; ++c) route(image(src, c), image(dst, c), links);
-      weights.resize(weights.size() + links.size() - first, 1.0);
-      return;
-    }
-    route(src, dst, links);
-    const auto pod_links = static_cast<LinkId>(4 * devices_ + 2 * leaves_);
-    for (size_t i = first; i < links.size(); ++i) {
-      weights.push_back(links[i] >= pod_links ? static_cast<double>(copies) : 1.0);
-    }
-  }
+  /// Permutations that map nodes onto nodes (and, unless switch links can
+  /// never bind, leaves onto leaves and pods onto pods).
+  bool permute_links(std::span<const DeviceId> perm, std::vector<LinkId>& links) const override;
 
   void route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const override {
     if (src == dst) return;
@@ -124,6 +95,18 @@ class FatTree final : public Topology {
   }
 
  private:
+  /// Whether no switch link can limit a rate: each carries only what the
+  /// NICs below it send or receive, and its bandwidth is at least theirs
+  /// together (oversubscription at most 1, also after a what-if speed-up).
+  bool switches_never_bind() const {
+    const int64_t g = devices_;
+    const double nic = links_[static_cast<size_t>(2 * g)].bandwidth.value();
+    const double below_leaf = nic * static_cast<double>(spec_.nics_per_leaf) * (1 - 1e-12);
+    if (leaves_ > 0 && links_[static_cast<size_t>(4 * g)].bandwidth.value() < below_leaf) return false;
+    return pods_ == 0 || links_[static_cast<size_t>(4 * g + 2 * leaves_)].bandwidth.value() >=
+                             below_leaf * static_cast<double>(spec_.leaves_per_pod);
+  }
+
   int64_t leaf_of(DeviceId d) const {
     if (spec_.rail_optimized) {
       const int64_t unit = node_of(d) / spec_.nics_per_leaf;
@@ -137,6 +120,63 @@ class FatTree final : public Topology {
   int64_t leaves_ = 0;
   int64_t pods_ = 0;
 };
+
+bool FatTree::permute_links(std::span<const DeviceId> perm, std::vector<LinkId>& links) const {
+  links.clear();
+  const int64_t n = devices_;
+  const int64_t g = spec_.gpus_per_node;
+  if (n % g != 0 || static_cast<int64_t>(perm.size()) != n) return false;
+  // Nodes onto nodes: NVLink routes stay NVLink routes.
+  for (int64_t node = 0; node < n / g; ++node) {
+    const int64_t image = perm[static_cast<size_t>(node * g)] / g;
+    for (int64_t r = 1; r < g; ++r) {
+      if (perm[static_cast<size_t>(node * g + r)] / g != image) return false;
+    }
+  }
+  links.assign(num_links(), kUnboundLink);
+  for (int64_t d = 0; d < n; ++d) {
+    const int64_t p = perm[static_cast<size_t>(d)];
+    for (int64_t kind = 0; kind < 4; ++kind)
+      links[static_cast<size_t>(kind * n + d)] = static_cast<LinkId>(kind * n + p);
+  }
+  if (switches_never_bind()) return true;
+  // Otherwise leaves onto leaves and pods onto pods, one to one.
+  std::vector<int64_t> leaf_image(static_cast<size_t>(leaves_), -1);
+  std::vector<uint8_t> leaf_taken(static_cast<size_t>(leaves_), 0);
+  for (int64_t d = 0; d < n; ++d) {
+    const int64_t from = leaf_of(static_cast<DeviceId>(d));
+    const int64_t to = leaf_of(perm[static_cast<size_t>(d)]);
+    int64_t& img = leaf_image[static_cast<size_t>(from)];
+    if (img < 0) {
+      if (leaf_taken[static_cast<size_t>(to)]) return false;
+      leaf_taken[static_cast<size_t>(to)] = 1;
+      img = to;
+    } else if (img != to) {
+      return false;
+    }
+  }
+  std::vector<int64_t> pod_image(static_cast<size_t>(pods_), -1);
+  for (int64_t l = 0; l < leaves_; ++l) {
+    const int64_t to = leaf_image[static_cast<size_t>(l)];
+    if (to < 0) continue;  // no device (cannot happen with whole units)
+    links[static_cast<size_t>(4 * n + l)] = static_cast<LinkId>(4 * n + to);
+    links[static_cast<size_t>(4 * n + leaves_ + l)] = static_cast<LinkId>(4 * n + leaves_ + to);
+    if (pods_ == 0) continue;
+    int64_t& img = pod_image[static_cast<size_t>(l / spec_.leaves_per_pod)];
+    if (img < 0) {
+      img = to / spec_.leaves_per_pod;
+    } else if (img != to / spec_.leaves_per_pod) {
+      return false;
+    }
+  }
+  for (int64_t p = 0; p < pods_; ++p) {
+    const int64_t to = pod_image[static_cast<size_t>(p)];
+    if (to < 0) return false;
+    links[static_cast<size_t>(4 * n + 2 * leaves_ + p)] = static_cast<LinkId>(4 * n + 2 * leaves_ + to);
+    links[static_cast<size_t>(4 * n + 2 * leaves_ + pods_ + p)] = static_cast<LinkId>(4 * n + 2 * leaves_ + pods_ + to);
+  }
+  return true;
+}
 
 }  // namespace
 

@@ -65,4 +65,49 @@ int64_t Mesh::group_index(int64_t device, uint8_t axes) const {
   return index;
 }
 
+int64_t Mesh::translate(int64_t x, int64_t from, int64_t to) const {
+  int64_t out = x;
+  for (size_t a = 0; a < kNumMeshAxesWithEp; ++a) {
+    const int64_t n = sizes_[a];
+    if (n <= 1) continue;
+    const auto axis = static_cast<MeshAxis>(a);
+    const int64_t delta = coord(to, axis) - coord(from, axis);
+    const int64_t c = coord(x, axis);
+    out += (((c + delta) % n + n) % n - c) * strides_[a];
+  }
+  return out;
+}
+
+MeshSymmetry MeshSymmetry::none(const Mesh& mesh) {
+  MeshSymmetry s;
+  for (size_t a = 0; a < kNumMeshAxesWithEp; ++a) s.step[a] = mesh.size(static_cast<MeshAxis>(a));
+  return s;
+}
+
+int64_t MeshSymmetry::order(const Mesh& mesh) const {
+  int64_t n = 1;
+  for (size_t a = 0; a < kNumMeshAxesWithEp; ++a)
+    n *= mesh.size(static_cast<MeshAxis>(a)) / step_of(mesh, static_cast<MeshAxis>(a));
+  return n;
+}
+
+int64_t MeshSymmetry::canonical(const Mesh& mesh, int64_t d) const {
+  int64_t out = d;
+  for (size_t a = 0; a < kNumMeshAxesWithEp; ++a) {
+    const auto axis = static_cast<MeshAxis>(a);
+    const int64_t h = step_of(mesh, axis);
+    const int64_t c = mesh.coord(d, axis);
+    out -= (c - c % h) * mesh.stride(axis);
+  }
+  return out;
+}
+
+int64_t MeshSymmetry::canonical_members(const Mesh& mesh, uint8_t axes) const {
+  int64_t n = 1;
+  for (size_t a = 0; a < kNumMeshAxesWithEp; ++a) {
+    if (axes & (1u << a)) n *= step_of(mesh, static_cast<MeshAxis>(a));
+  }
+  return n;
+}
+
 }  // namespace shardsim

@@ -79,6 +79,40 @@ class Torus final : public Topology {
     }
   }
 
+  /// Translations: the same coordinate offset for every device, none on an
+  /// axis that does not wrap. Links of an axis are alike and routes depend
+  /// only on coordinate differences (ties go +), so a translation moves
+  /// every route onto the translated one.
+  bool permute_links(std::span<const DeviceId> perm, std::vector<LinkId>& links) const override {
+    links.clear();
+    if (static_cast<int64_t>(perm.size()) != devices_) return false;
+    const size_t nd = spec_.dims.size();
+    std::vector<int64_t> delta(nd);
+    for (size_t a = 0; a < nd; ++a) {
+      const int64_t n = spec_.dims[a];
+      delta[a] = ((coord(perm[0], static_cast<int>(a)) - coord(0, static_cast<int>(a))) % n + n) % n;
+      if (delta[a] != 0 && !spec_.wraparound[a]) return false;
+    }
+    for (int64_t d = 0; d < devices_; ++d) {
+      for (size_t a = 0; a < nd; ++a) {
+        const int64_t n = spec_.dims[a];
+        if ((coord(static_cast<DeviceId>(d), static_cast<int>(a)) + delta[a]) % n !=
+            coord(perm[static_cast<size_t>(d)], static_cast<int>(a))) {
+          return false;
+        }
+      }
+    }
+    links.resize(num_links());
+    for (int64_t d = 0; d < devices_; ++d) {
+      for (size_t a = 0; a < nd; ++a) {
+        for (int64_t dir : {+1, -1}) {
+          links[link_id(d, a, dir)] = link_id(perm[static_cast<size_t>(d)], a, dir);
+        }
+      }
+    }
+    return true;
+  }
+
   std::string link_name(LinkId id) const override {
     const size_t nd = spec_.dims.size();
     const int64_t dev = id / static_cast<int64_t>(nd * 2);

@@ -75,7 +75,8 @@ std::string step_report_json(const StepReport& r) {
               {"flows", r.sim.flows},
               {"devices", r.sim.devices},
               {"simulated_devices", r.sim.simulated_devices},
-              {"rail_shortcut", r.sim.rail_shortcut},
+              {"symmetry", r.sim.symmetry},
+              {"replica_estimate", r.sim.replica_estimate},
               {"ops_per_device", r.sim.ops_per_device},
               {"wall_s", r.sim.wall_s}};
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";

@@ -276,7 +276,7 @@ SimulatorSpec parse_simulator(const Json& j, const std::string& file, std::array
                         ? SimulatorSpec::SimgridModel::kLv08
                         : SimulatorSpec::SimgridModel::kCm02;
   if (r.has("speedup")) s.speedup = parse_speedups(r.raw("speedup"), file, link_speedup);
-  s.rail_shortcut = r.boolean("rail_shortcut", true);
+  s.symmetry = r.boolean("symmetry", true);
   r.done();
   return s;
 }

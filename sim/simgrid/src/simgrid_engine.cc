@@ -98,8 +98,9 @@ class SimgridEngine : public detail::EngineCore<SimgridEngine> {
   SimgridEngine(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
                 const EngineOptions& opt, const SimgridOptions& sg)
       : EngineCore(ps, mesh, topo, chip, opt), topo_(topo), lv08_(sg.lv08), link_bytes_(topo.num_links(), 0.0) {}
-  /// SimGrid's links take each flow once: the rail shortcut runs only
-  /// where rails share no links.
+  /// SimGrid routes a flow over its own platform's links, each once: it
+  /// cannot lay a flow on a quotient network, so every device runs here
+  /// (or replica 0, with the replica shortcut).
   static constexpr bool kWeighsLinks = false;
 
   EngineResult run() {
@@ -138,9 +139,7 @@ class SimgridEngine : public detail::EngineCore<SimgridEngine> {
     });
   }
 
-  /// `images` is never set here: SimGrid cannot weigh links, so the rail
-  /// shortcut runs only where no flow has images that meet running traffic.
-  void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner, bool /*images*/) {
+  void add_flow(DeviceId src, DeviceId dst, double bytes, uint32_t owner) {
     uint32_t id;
     if (free_.empty()) {
       id = static_cast<uint32_t>(flows_.size());

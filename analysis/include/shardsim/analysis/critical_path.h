@@ -56,13 +56,16 @@ enum class TimelineClock {
 
 /// The critical path of a step whose timeline recorded every device that
 /// ran (EngineOptions::trace_devices). Members of a collective, and the
-/// peers of transfers, that the timeline lacks (replicas the replica
-/// shortcut stood in for) are taken to have arrived with the recorded ones.
+/// peers of transfers, that the timeline lacks (devices the symmetry
+/// reduction or the replica shortcut stood in for) are taken to have
+/// arrived with the recorded ones; with `symmetry` (EngineResult::symmetry)
+/// a receive from a sender that did not run pairs with the transfers its
+/// canonical device sent to the receiver's image.
 /// Throws std::logic_error when a simulated timeline does not follow the
 /// programs' dependencies (a span ending before one of its dependencies
 /// ended), or when any timeline lacks a span a recorded one depends on.
 CriticalPath critical_path(const ProgramSet& programs, const Mesh& mesh, const Timeline& timeline,
-                           TimelineClock clock = TimelineClock::kSimulated);
+                           TimelineClock clock = TimelineClock::kSimulated, const MeshSymmetry* symmetry = nullptr);
 
 /// The path as timeline spans (Timeline::critical_path): each op with the
 /// stream it ran on and the stretch it accounts for.

@@ -93,7 +93,13 @@ struct StepReport {
     int64_t devices = 0;
     int64_t ops_per_device = 0;     ///< of the largest stage program
     int64_t simulated_devices = 0;  ///< devices whose programs ran (replica shortcut: fewer)
-    bool rail_shortcut = false;     ///< only tensor-parallel rank 0 ran (exact; EngineOptions)
+    /// The translations each simulated device stood for, exactly (the
+    /// engine's symmetry reduction, docs/model.md), or why none; empty when
+    /// not asked (simulator.symmetry false).
+    std::string symmetry;
+    /// Data-parallel replica 0 stood for the others beyond the symmetry:
+    /// the replica shortcut's estimate.
+    bool replica_estimate = false;
     std::string backend = "native";
   } sim;
 };

@@ -24,6 +24,10 @@ struct EngineOptions {
   /// Record the spans of every device that runs as well (no flows), for the
   /// critical path; Timeline::devices still lists trace_devices only.
   bool spans_of_every_device = false;
+  /// With spans_of_every_device, record them only if the running devices'
+  /// op instances are at most this many (0: any number); else
+  /// EngineResult::spans_over_limit.
+  int64_t span_instance_limit = 0;
   /// If non-empty, only these devices run the program (the rest idle); used
   /// to time one collective group alone.
   std::vector<uint32_t> active_devices;
@@ -34,15 +38,14 @@ struct EngineOptions {
   /// (their contention is modelled). Traffic that stays inside other replicas
   /// (tp collectives, pipeline transfers) is not simulated.
   bool replica_shortcut = false;
-  /// Simulate only tensor-parallel rank 0 where that is exact: the fabric
-  /// keeps each local rank's traffic between nodes on its own rail, on links
-  /// no other rank's traffic crosses (Topology::rail_group), tensor-parallel
-  /// groups are whole nodes, and no collective or transfer mixes tensor-
-  /// parallel ranks except the tensor-parallel collectives (whose flows
-  /// still cover every member). Every rank then sees what rank 0 sees.
-  /// EngineResult::rail_shortcut says whether it ran; traced devices must be
-  /// of rank 0 for it to.
-  bool rail_shortcut = false;
+  /// Simulate one device per orbit of the step's symmetry where the
+  /// backend can (the native engine): the largest group of mesh
+  /// translations under which the fabric, the routes and latencies and the
+  /// collective plans the step uses map onto themselves (sim/src/
+  /// symmetry.h, docs/model.md). Exact: every device's timeline is its
+  /// orbit's canonical device's. EngineResult::symmetry says what ran;
+  /// traced devices must be canonical for it to.
+  bool symmetry = false;
   /// Non-zero: devices start their first ops in an order shuffled with this
   /// seed instead of by id. Results must not depend on it (a test checks);
   /// it perturbs the order of same-instant events.
@@ -69,10 +72,18 @@ struct EngineResult {
   std::vector<double> link_bytes;
   /// Bytes moved by all flows times their hop counts.
   double flow_byte_hops = 0;
-  /// Devices whose programs ran (all, or replica 0 with the shortcut).
+  /// Devices whose programs ran (all; canonical ones under the symmetry;
+  /// of replica 0 with the replica shortcut).
   int64_t active_devices = 0;
-  /// Whether only tensor-parallel rank 0 ran (EngineOptions::rail_shortcut).
-  bool rail_shortcut = false;
+  /// The translations each running device stood for (EngineOptions::
+  /// symmetry; trivial when every device ran), and what was found or why
+  /// none (empty when not asked).
+  MeshSymmetry symmetry;
+  std::string symmetry_note;
+  /// Op instances of the devices that ran; whether their spans were not
+  /// recorded for being over EngineOptions::span_instance_limit.
+  int64_t op_instances = 0;
+  bool spans_over_limit = false;
   /// On the critical device: compute time by op kind, and how long each
   /// communication stream had an op in flight (streams overlap each other
   /// and compute, so these need not sum to the step time).

@@ -25,14 +25,18 @@ class FluidNetwork {
 
   /// Adds a flow at time `now` (routed by the topology); its rate is set by
   /// the next update(). A flow between a device and itself is not allowed.
-  /// With rail routes on (use_rail_routes), `images` says that the flow
-  /// stands for its images on the other tensor-parallel ranks
-  /// (Topology::rail_route); a flow laid for every member of a group that
-  /// spans those ranks has none.
-  FlowId add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now, bool images = false);
-  /// From now on, route flows by Topology::rail_route (the rail shortcut:
-  /// a flow stands for its `copies` images, one per tensor-parallel rank).
-  void use_rail_routes(int64_t copies) { rail_copies_ = copies; }
+  FlowId add(DeviceId src, DeviceId dst, double bytes, uint32_t owner, SimTime now);
+  /// From now on, lay flows on a quotient network (the engine's symmetry
+  /// reduction, sim/src/symmetry.h): each link of a route counts on
+  /// `rep[l]` with weight `weight[l]` (a flow then stands for its images
+  /// under a group, and a link for its orbit: the weight is how many group
+  /// elements fix the link), merged where a route meets an orbit twice;
+  /// links whose rep is Topology::kUnboundLink are left out. Both vectors
+  /// must outlive the network.
+  void use_quotient(const std::vector<LinkId>& rep, const std::vector<double>& weight) {
+    quotient_rep_ = &rep;
+    quotient_weight_ = &weight;
+  }
   /// Removes a finished flow.
   void finish(FlowId f);
 
@@ -75,8 +79,8 @@ class FluidNetwork {
     SimTime start;
     std::vector<LinkId> route;
     /// Per route link, the fraction of the flow it carries (Topology::
-    /// route_split), or the copies of it (Topology::rail_route); empty when
-    /// every link carries the flow once.
+    /// route_split), or its weight on a quotient network (use_quotient);
+    /// empty when every link carries the flow once.
     std::vector<double> frac;
     uint32_t owner = 0;
     uint32_t version = 0;
@@ -95,7 +99,9 @@ class FluidNetwork {
   std::vector<ShareKey> heap_;
 
   const Topology& topo_;
-  int64_t rail_copies_ = 0;  ///< 0: plain routes
+  const std::vector<LinkId>* quotient_rep_ = nullptr;  ///< use_quotient
+  const std::vector<double>* quotient_weight_ = nullptr;
+  std::vector<LinkId> route_scratch_;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_;
   std::vector<std::vector<FlowId>> link_flows_;

@@ -35,6 +35,9 @@ class Mesh {
   int64_t num_groups(uint8_t axes) const { return devices_ / group_size(axes); }
   /// Dense index in [0, num_groups) of the group holding `device`.
   int64_t group_index(int64_t device, uint8_t axes) const;
+  /// `x` moved by the translation that takes `from` to `to`: on every axis
+  /// the same coordinate difference, wrapping around.
+  int64_t translate(int64_t x, int64_t from, int64_t to) const;
 
  private:
   static size_t idx(MeshAxis a) { return static_cast<size_t>(a); }
@@ -42,6 +45,29 @@ class Mesh {
   std::array<int64_t, kNumMeshAxesWithEp> strides_{};
   std::array<MeshAxis, kNumMeshAxesWithEp> order_{};
   int64_t devices_ = 1;
+};
+
+/// A group of translations of a mesh: along each axis a, shifts by the
+/// multiples of step[a] (a divisor of size(a); step[a] == size(a) allows
+/// none). The engine's symmetry reduction runs one device per orbit, the
+/// canonical one, whose coordinates are each below their axis's step; each
+/// stands for the |group| devices of its orbit.
+struct MeshSymmetry {
+  std::array<int64_t, kNumMeshAxesWithEp> step{};  ///< 0 (unset) counts as size(a)
+  /// The identity alone: every step unset or equal to its axis's size.
+  static MeshSymmetry none(const Mesh& mesh);
+  bool trivial(const Mesh& mesh) const { return order(mesh) == 1; }
+  /// Devices per orbit: the product of size(a) / step[a].
+  int64_t order(const Mesh& mesh) const;
+  int64_t step_of(const Mesh& mesh, MeshAxis a) const {
+    const int64_t s = step[static_cast<size_t>(a)];
+    return s > 0 ? s : mesh.size(a);
+  }
+  /// The canonical device of d's orbit: each coordinate reduced modulo its step.
+  int64_t canonical(const Mesh& mesh, int64_t d) const;
+  bool is_canonical(const Mesh& mesh, int64_t d) const { return canonical(mesh, d) == d; }
+  /// Canonical devices in a group of the axes `axes`: the product of their steps.
+  int64_t canonical_members(const Mesh& mesh, uint8_t axes) const;
 };
 
 }  // namespace shardsim

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -150,36 +151,22 @@ class Topology {
   /// scenario loader, right after construction.
   void speed_up_links(const std::array<double, kLinkKinds>& factor);
 
-  /// The size of the device blocks (aligned, consecutive ids: a node) whose
-  /// local ranks are rails: traffic between devices of one local rank in
-  /// different blocks crosses only links that no other rank's such traffic
-  /// crosses, or links that every rank's traffic crosses alike
-  /// (rails_share_links), and none that traffic inside a block uses; and
-  /// permuting the local ranks alike in every block maps the fabric onto
-  /// itself. 0 when the fabric has no such rails (EngineOptions::
-  /// rail_shortcut).
-  virtual int64_t rail_group() const { return 0; }
-  /// Whether links that every rail's traffic crosses alike exist (a fat
-  /// tree's pod links): simulating one rail then needs rail_route's weights.
-  virtual bool rails_share_links() const { return false; }
-  /// For the rail shortcut, where only the devices whose local rank is a
-  /// multiple of `copies` (a divisor of rail_group()) run and stand for
-  /// their images (local rank r maps to r - r % copies + (r % copies + c) %
-  /// copies, c < copies): the links that the `copies` images of a flow
-  /// src -> dst load, each with how many images it carries. src runs; dst
-  /// runs too or is in src's group of `copies` (a ring exchange between
-  /// tensor-parallel ranks). Inside a block every image's own links (they
-  /// meet traffic that runs: the tensor-parallel collectives' flows);
-  /// between blocks the flow's own route, where links that every rail
-  /// crosses alike carry `copies` (the other images cross only their own
-  /// rails' links, which nothing that runs crosses, and fare as this one
-  /// does).
-  virtual void rail_route(DeviceId src, DeviceId dst, int64_t copies, std::vector<LinkId>& links,
-                          std::vector<double>& weights) const {
-    (void)copies;
-    const size_t first = links.size();
-    route(src, dst, links);
-    weights.resize(weights.size() + links.size() - first, 1.0);
+  /// A link's image that a network may leave out (permute_links).
+  static constexpr LinkId kUnboundLink = ~LinkId{0};
+  /// For the engine's symmetry reduction (sim/src/symmetry.h): whether the
+  /// device permutation `perm` (perm[d] is d's image) maps the fabric's
+  /// rates onto themselves. If it does, `links` gets each link's image, so
+  /// that for every pair the links of route(perm[s], perm[d]) are the
+  /// images of those of route(s, d), in order, with the same bandwidths;
+  /// a link that can never limit a rate (it can carry all that the links
+  /// feeding it can deliver) may instead get kUnboundLink, and the network
+  /// may then leave it out. Latencies are not compared here: the engine
+  /// compares those of the routes and collective plans a step uses.
+  /// Fabrics without the structure to tell (graph files) answer false.
+  virtual bool permute_links(std::span<const DeviceId> perm, std::vector<LinkId>& links) const {
+    (void)perm;
+    links.clear();
+    return false;
   }
 
   /// GPU clusters: NVSwitch node of a device; tori: 0.

@@ -79,9 +79,9 @@ struct SimulatorSpec {
   Backend backend = Backend::kNative;
   SimgridModel simgrid_model = SimgridModel::kCm02;
   Speedups speedup;
-  /// Simulate tensor-parallel rank 0 alone where that is exact (the
-  /// engine's EngineOptions::rail_shortcut decides); false: every rank.
-  bool rail_shortcut = true;
+  /// Simulate one device per orbit of the step's symmetry, where that is
+  /// exact (EngineOptions::symmetry decides which); false: every device.
+  bool symmetry = true;
 };
 
 /// A distribution of token counts: fixed, uniform on [min, max], or
