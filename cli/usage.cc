@@ -98,10 +98,12 @@ Usage:
       Which plan should I run? Enumerates the plans of SCENARIO's model,
       cluster and batch (tp, cp, pp and schedule, dp, ep, ZeRO stage,
       microbatch size, recomputation), drops the invalid and those over
-      memory, prunes by lower bounds on the step time, simulates the rest in
-      order of a closed-form estimate (up to N, default 12, the scenario's own
-      plan first) and prints them ranked with the counts of each tier.
-      "best proven" means every plan left was pruned by a bound.
+      memory, bounds every other's step time from below (FLOPs through the
+      pipeline; each layer's own work and communication; the lowered
+      programs), and simulates in the order of the bounds, the scenario's own
+      plan first, until no plan left can beat the best (up to N, default 64)
+      and prints them ranked with the counts of each tier. "best proven"
+      means every plan left was pruned by a bound.
       --objective cost     fewest device-seconds per step, also trying N/2,
                            N/4, ... devices (GPU clusters)
       --emit-best FILE     write the best plan as a ready scenario file

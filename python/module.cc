@@ -87,6 +87,8 @@ std::string py_search(const std::string& scenario, bool is_path, const Pairs& ov
                       int64_t max_simulations, int jobs, int64_t top, double max_ttft_p99_s, double max_tpot_p99_s,
                       bool timing) {
   py::gil_scoped_release release;
+  // -1: the library's default (Python's None).
+  if (max_simulations == -1) max_simulations = SearchOptions{}.max_simulations;
   if (max_simulations < 1) throw UsageError("max_simulations: expected at least 1");
   if (top < 1) throw UsageError("top: expected at least 1");
   const Scenario base = load(scenario, is_path, overrides);
@@ -104,7 +106,7 @@ std::string py_search(const std::string& scenario, bool is_path, const Pairs& ov
   opt.max_simulations = max_simulations;
   opt.jobs = jobs;
   SearchResult res = search_plans(base, search_device_counts(base, opt.objective), opt);
-  if (!timing) res.enumerate_wall_s = res.simulate_wall_s = 0;
+  if (!timing) forget_wall_times(res);
   return search_json(base, res, opt.objective, top);
 }
 

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <optional>
 
+#include "shardsim/app/layer_bound.h"
 #include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
 #include "shardsim/core/parallel.h"
@@ -52,47 +53,56 @@ double objective_bound(SearchObjective o, double bound_s, double model_flops, co
   return bound_s;
 }
 
-/// Tier 2, from the plan's lowered programs: the larger of two lower
+/// Tier 3, from the plan's lowered programs: the larger of two lower
 /// bounds on its simulated step. The busiest stage's compute ops at their
 /// roofline durations, as the engine times them (a device's compute stream
 /// runs one op at a time), and, on the native backend, the longest path
 /// through one device per stage with every op at a time no run beats
 /// (step_time_lower_bound: collectives and transfers at their links'
 /// capacities, alone, the pipeline's sends and receives paired), which
-/// adds the bubble and the communication no overlap hides.
-class ProgramBound {
- public:
-  explicit ProgramBound(const Scenario& base) : base_(base) {}
-
-  double operator()(const Plan& plan, int64_t devices) {
-    Scenario s = base_;
-    s.plan = plan;
-    s.cluster.devices = devices;
-    const ProgramSet programs = lower_training_step(s);
-    int64_t most = 0;
-    for (const Program& p : programs.stages) {
-      int64_t ps = 0;
-      for (const Op& o : p.ops()) {
-        // The engine's own time for the op alone (calibrated when a profile
-        // is in use): compute beside communication only slows it.
-        if (o.kind == OpKind::kCompute) ps += op_compute_time(o, s.cluster.chip, s.cluster.calibration.get()).ps();
-      }
-      most = std::max(most, ps);
+/// adds the bubble and the communication no overlap hides. Safe to call
+/// from several threads (each call builds its own fabric: a graph fabric
+/// caches routes as it walks them).
+double program_bound_s(const Scenario& base, const Plan& plan, int64_t devices) {
+  Scenario s = base;
+  s.plan = plan;
+  s.cluster.devices = devices;
+  const ProgramSet programs = lower_training_step(s);
+  int64_t most = 0;
+  for (const Program& p : programs.stages) {
+    int64_t ps = 0;
+    for (const Op& o : p.ops()) {
+      // The engine's own time for the op alone (calibrated when a profile
+      // is in use): compute beside communication only slows it.
+      if (o.kind == OpKind::kCompute) ps += op_compute_time(o, s.cluster.chip, s.cluster.calibration.get()).ps();
     }
-    double bound = SimTime::from_ps(most).seconds();
-    if (s.simulator.backend == SimulatorSpec::Backend::kNative) {
-      auto [it, fresh] = topologies_.try_emplace(devices);
-      if (fresh) it->second = build_topology(s.cluster);
-      const EngineOptions opt = step_engine_options(s, {}, false);
-      bound = std::max(bound, step_time_lower_bound(programs, build_mesh(plan), *it->second, s.cluster.chip, opt).seconds());
-    }
-    return bound;
+    most = std::max(most, ps);
   }
+  double bound = SimTime::from_ps(most).seconds();
+  if (s.simulator.backend == SimulatorSpec::Backend::kNative) {
+    const auto topo = build_topology(s.cluster);
+    const EngineOptions opt = step_engine_options(s, {}, false);
+    bound = std::max(bound, step_time_lower_bound(programs, build_mesh(plan), *topo, s.cluster.chip, opt).seconds());
+  }
+  return bound;
+}
 
- private:
-  const Scenario& base_;
-  std::map<int64_t, std::unique_ptr<Topology>> topologies_;  ///< by device count
-};
+/// Tier 2 for every candidate, on `jobs` threads (a LayerBound each, over
+/// contiguous shares: the values do not depend on the split). Raises each
+/// candidate's lower bound where it is larger.
+void apply_layer_bounds(const Scenario& base, std::vector<PlanCandidate>& cands, int jobs) {
+  // On the native backend only: its durations are the native network's.
+  if (base.simulator.backend != SimulatorSpec::Backend::kNative) return;
+  const auto threads = static_cast<size_t>(jobs > 0 ? jobs : default_jobs());
+  const size_t share = (cands.size() + threads - 1) / std::max<size_t>(threads, 1);
+  parallel_for(threads, static_cast<int>(threads), [&](size_t t) {
+    LayerBound bound(base);
+    for (size_t k = t * share; k < std::min(cands.size(), (t + 1) * share); ++k) {
+      const std::optional<double> b = bound(cands[k].plan, cands[k].devices);
+      if (b) cands[k].lower_bound_s = std::max(cands[k].lower_bound_s, *b);
+    }
+  });
+}
 
 StepReport simulate_plan(const Scenario& base, const Plan& plan, int64_t devices) {
   Scenario s = base;
@@ -112,8 +122,23 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
   std::vector<PlanCandidate> cands = enumerate_plans(base, device_counts, result.counts);
   result.candidates = static_cast<int64_t>(cands.size());
   result.enumerate_wall_s = seconds_since(t0);
-  const auto t1 = std::chrono::steady_clock::now();
   const double model_flops = closed_form_model_flops(base.model, base.plan);
+  auto bound_of = [&](const PlanCandidate& c) {
+    return objective_bound(options.objective, c.lower_bound_s, model_flops, base.cluster.chip, c.devices);
+  };
+
+  // Tier 2 for every candidate.
+  const auto tb = std::chrono::steady_clock::now();
+  const std::vector<double> tier1 = [&] {
+    std::vector<double> b(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) b[i] = cands[i].lower_bound_s;
+    return b;
+  }();
+  apply_layer_bounds(base, cands, options.jobs);
+  std::vector<double> tier2(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) tier2[i] = cands[i].lower_bound_s;
+  result.bound_wall_s = seconds_since(tb);
+  const auto t1 = std::chrono::steady_clock::now();
 
   const WaveRunner run_wave = options.wave_runner
                                   ? options.wave_runner
@@ -127,6 +152,17 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
     row.objective = objective_of(options.objective, row.report, devices);
     best = std::min(best, row.objective);
     result.rows.push_back(std::move(row));
+  };
+  // A plan found unable to beat the best: counted by the tier that showed it.
+  auto count_pruned = [&](size_t i) {
+    PlanCandidate c = cands[i];
+    c.lower_bound_s = tier1[i];
+    if (bound_of(c) >= best) {
+      ++result.pruned_by_bound;
+      return;
+    }
+    c.lower_bound_s = tier2[i];
+    ++(bound_of(c) >= best ? result.pruned_by_layers : result.pruned_by_program);
   };
 
   // The scenario's own plan first, when it is valid and fits: the search
@@ -142,51 +178,66 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
       std::vector<StepReport> own(1);
       run_wave(
           1, [&](size_t) { return simulate_plan(base, base.plan, base.cluster.devices); }, own);
-      add_row(base.plan, base.cluster.devices, std::move(own[0]), step_time_lower_bound_s(base),
+      add_row(base.plan, base.cluster.devices, std::move(own[0]),
+              own_index >= 0 ? cands[static_cast<size_t>(own_index)].lower_bound_s : step_time_lower_bound_s(base),
               step_time_estimate_s(base), true);
     }
   }
 
-  // Simulation order: by estimate (objective), ties by enumeration order.
-  std::vector<size_t> order(cands.size());
-  std::iota(order.begin(), order.end(), size_t{0});
+  // Simulation order: by bound (the objective's), ties by estimate, then by
+  // enumeration order. A bound that cannot beat the best prunes every plan
+  // after it too.
+  std::vector<size_t> order;
+  order.reserve(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (static_cast<int64_t>(i) != own_index) order.push_back(i);
+  }
   auto est_obj = [&](const PlanCandidate& c) {
     return objective_bound(options.objective, c.estimate_s, model_flops, base.cluster.chip, c.devices);
   };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return est_obj(cands[a]) < est_obj(cands[b]); });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const double x = bound_of(cands[a]), y = bound_of(cands[b]);
+    if (x != y) return x < y;
+    return est_obj(cands[a]) < est_obj(cands[b]);
+  });
+
+  // Tier 3 values, computed ahead in parallel batches (a pure function of
+  // the plan: decisions below stay in order and do not depend on threads).
+  std::vector<double> program(cands.size(), -1.0);
+  const size_t batch = 4 * static_cast<size_t>(options.jobs > 0 ? options.jobs : default_jobs());
+  auto program_bound_of = [&](size_t next) {
+    const size_t i = order[next];
+    if (program[i] >= 0) return program[i];
+    std::vector<size_t> todo;
+    for (size_t k = next; k < order.size() && todo.size() < batch; ++k) {
+      const size_t j = order[k];
+      if (program[j] >= 0) continue;
+      if (bound_of(cands[j]) >= best) break;  // pruned before tier 3 matters
+      todo.push_back(j);
+    }
+    parallel_for(todo.size(), options.jobs, [&](size_t k) {
+      program[todo[k]] = program_bound_s(base, cands[todo[k]].plan, cands[todo[k]].devices);
+    });
+    return program[i];
+  };
 
   size_t next = 0;
-  int64_t tier2 = 0;
-  ProgramBound program_bound(base);
+  bool proven = false;
   while (next < order.size()) {
-    // The next wave: candidates whose bound can still beat the best.
+    // The next wave: candidates whose bounds can still beat the best.
     std::vector<size_t> wave;
     while (next < order.size() && wave.size() < kWave) {
       const size_t i = order[next];
       PlanCandidate& c = cands[i];
-      if (static_cast<int64_t>(i) == own_index) {
-        ++next;
-        continue;  // simulated already
-      }
-      if (objective_bound(options.objective, c.lower_bound_s, model_flops, base.cluster.chip, c.devices) >= best) {
-        ++result.pruned_by_bound;
-        ++next;
-        continue;
+      if (bound_of(c) >= best) {
+        proven = true;  // and so is every plan after it
+        break;
       }
       if (static_cast<int64_t>(result.rows.size() + wave.size()) >= options.max_simulations) break;
-      // Tier 2 lowers the plan: worth it only while it is cheap next to the
-      // simulations (at most 16 lowerings per simulation of the budget).
-      if (tier2 >= 16 * options.max_simulations) {
-        wave.push_back(i);
-        ++next;
-        continue;
-      }
-      ++tier2;
-      c.lower_bound_s = std::max(c.lower_bound_s, program_bound(c.plan, c.devices));
+      c.lower_bound_s = std::max(c.lower_bound_s, program_bound_of(next));
       ++next;
-      if (objective_bound(options.objective, c.lower_bound_s, model_flops, base.cluster.chip, c.devices) >= best) {
-        ++result.pruned_by_program;
+      if (bound_of(c) >= best) {
+        count_pruned(i);
         continue;
       }
       wave.push_back(i);
@@ -203,14 +254,14 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
     if (options.progress) {
       options.progress(static_cast<int64_t>(result.rows.size()), options.max_simulations, seconds_since(t1));
     }
+    if (proven) break;
   }
-  // Whatever is left was neither simulated nor pruned: the budget ran out.
+  // Whatever is left was pruned (its bound cannot beat the best) or left
+  // by the budget.
   for (; next < order.size(); ++next) {
     const size_t i = order[next];
-    if (static_cast<int64_t>(i) == own_index) continue;
-    const PlanCandidate& c = cands[i];
-    if (objective_bound(options.objective, c.lower_bound_s, model_flops, base.cluster.chip, c.devices) >= best) {
-      ++result.pruned_by_bound;
+    if (bound_of(cands[i]) >= best) {
+      count_pruned(i);
     } else {
       ++result.left_by_budget;
     }
@@ -220,6 +271,10 @@ SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& devi
   std::stable_sort(result.rows.begin(), result.rows.end(),
                    [](const SearchRow& a, const SearchRow& b) { return a.objective < b.objective; });
   return result;
+}
+
+void forget_wall_times(SearchResult& r) {
+  r.enumerate_wall_s = r.bound_wall_s = r.simulate_wall_s = 0;
 }
 
 }  // namespace shardsim

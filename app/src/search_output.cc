@@ -113,12 +113,12 @@ std::string search_json(const Scenario& base, const SearchResult& res, SearchObj
   nlohmann::json j;
   j["scenario"] = base.file;
   j["objective"] = to_string(objective);
-  j["plans"] = {{"enumerated", res.counts.enumerated},    {"invalid", res.counts.invalid},
-                {"over_memory", res.counts.over_memory},  {"candidates", res.candidates},
-                {"pruned_by_bound", res.pruned_by_bound}, {"pruned_by_program", res.pruned_by_program},
-                {"simulated", res.rows.size()},           {"left_by_budget", res.left_by_budget},
-                {"best_proven", res.left_by_budget == 0}};
-  j["wall_s"] = {{"enumerate", res.enumerate_wall_s}, {"simulate", res.simulate_wall_s}};
+  j["plans"] = {{"enumerated", res.counts.enumerated},        {"invalid", res.counts.invalid},
+                {"over_memory", res.counts.over_memory},      {"candidates", res.candidates},
+                {"pruned_by_bound", res.pruned_by_bound},     {"pruned_by_layers", res.pruned_by_layers},
+                {"pruned_by_program", res.pruned_by_program}, {"simulated", res.rows.size()},
+                {"left_by_budget", res.left_by_budget},       {"best_proven", res.left_by_budget == 0}};
+  j["wall_s"] = {{"enumerate", res.enumerate_wall_s}, {"bound", res.bound_wall_s}, {"simulate", res.simulate_wall_s}};
   j["ranked"] = nlohmann::json::array();
   for (size_t i = 0; i < res.rows.size() && static_cast<int64_t>(i) < top; ++i) {
     j["ranked"].push_back(row_json(res.rows[i]));
@@ -140,11 +140,12 @@ std::string search_text(const Scenario& base, const SearchResult& res, SearchObj
       static_cast<long long>(res.counts.over_memory), static_cast<long long>(res.candidates), res.enumerate_wall_s,
       per_s);
   detail::appendf(o,
-                  "  simulated %zu (the scenario's plan included); pruned %lld by the analytical bound and %lld by "
-                  "their programs' bounds; %lld left by the budget (%.1f s)\n",
-                  res.rows.size(), static_cast<long long>(res.pruned_by_bound),
-                  static_cast<long long>(res.pruned_by_program), static_cast<long long>(res.left_by_budget),
-                  res.simulate_wall_s);
+                  "  pruned    %lld by FLOPs through the pipeline, %lld by their layers (%.1f s), %lld by their "
+                  "programs\n",
+                  static_cast<long long>(res.pruned_by_bound), static_cast<long long>(res.pruned_by_layers),
+                  res.bound_wall_s, static_cast<long long>(res.pruned_by_program));
+  detail::appendf(o, "  simulated %zu (the scenario's plan included); %lld left by the budget (%.1f s)\n",
+                  res.rows.size(), static_cast<long long>(res.left_by_budget), res.simulate_wall_s);
   detail::appendf(o, "  %s\n",
                   res.left_by_budget == 0
                       ? "best proven: every other plan's lower bound is above it"

@@ -99,7 +99,7 @@ def search(
     overrides=None,
     *,
     objective="step_time",
-    max_simulations=12,
+    max_simulations=None,
     jobs=0,
     top=10,
     max_ttft_p99_s=0.0,
@@ -109,7 +109,9 @@ def search(
     """Searches the plans of the scenario's model and cluster; returns the dict
     of ``shardsim search --json`` (training: objective step_time, mfu or cost;
     inference with a serving object: replica layouts by output tokens/s per
-    device under the latency limits). jobs=0: every core."""
+    device under the latency limits). jobs=0: every core; max_simulations
+    None: the library's default cap (the search stops sooner where it proves
+    its best)."""
     text, is_path = _scenario(scenario)
     return json.loads(
         _shardsim.search(
@@ -117,7 +119,7 @@ def search(
             is_path,
             _overrides(overrides),
             objective,
-            int(max_simulations),
+            -1 if max_simulations is None else int(max_simulations),
             int(jobs),
             int(top),
             float(max_ttft_p99_s),

@@ -12,66 +12,28 @@
 #include "shardsim/sim/compute_model.h"
 
 namespace shardsim {
-namespace {
 
-class Bounder {
- public:
-  Bounder(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip, const EngineOptions& opt)
-      : ps_(ps), mesh_(mesh), topo_(topo), chip_(chip), opt_(opt), load_(static_cast<size_t>(topo.num_links()), 0.0) {}
+struct OpLowerBounds::Impl {
+  Impl(const Mesh& mesh, const Topology& topo, const ChipSpec& chip, const EngineOptions& opt)
+      : mesh_(mesh), topo_(topo), chip_(chip), opt_(opt), load_(static_cast<size_t>(topo.num_links()), 0.0) {}
 
-  double run() {
-    const size_t stages = ps_.stages.size();
-    offset_.assign(stages + 1, 0);
-    for (size_t s = 0; s < stages; ++s) offset_[s + 1] = offset_[s] + ps_.stages[s].size();
-    const size_t n = offset_[stages];
-    pair_from_.assign(n, kNoPair);
-    pair_channels();
-    // Kahn's order over every stage's ops and the send -> receive pairs.
-    std::vector<uint32_t> indeg(n, 0);
-    for (size_t s = 0; s < stages; ++s) {
-      const Program& p = ps_.stages[s];
-      for (OpId i = 0; i < p.size(); ++i) indeg[offset_[s] + i] = static_cast<uint32_t>(p.deps(i).size());
+  double duration(const Program& p, OpId i, DeviceId standing) {
+    const Op& o = p.op(i);
+    switch (o.kind) {
+      case OpKind::kCompute:
+        return sped_up(op_compute_time(o, chip_, opt_.calibration).seconds(),
+                       opt_.compute_speedup[static_cast<size_t>(o.compute)]);
+      case OpKind::kRecv:
+        return 0;
+      case OpKind::kSend:
+        return transfer(p, o, standing);
+      case OpKind::kCollective:
+        return collective(p, o, standing);
     }
-    std::vector<std::vector<size_t>> pair_succ(n);
-    for (size_t v = 0; v < n; ++v) {
-      if (pair_from_[v] != kNoPair) {
-        ++indeg[v];
-        pair_succ[pair_from_[v]].push_back(v);
-      }
-    }
-    std::vector<double> ready(n, 0.0), end(n, 0.0);
-    std::vector<size_t> queue;
-    queue.reserve(n);
-    for (size_t v = 0; v < n; ++v) {
-      if (indeg[v] == 0) queue.push_back(v);
-    }
-    double last = 0;
-    for (size_t head = 0; head < queue.size(); ++head) {
-      const size_t v = queue[head];
-      const auto s = static_cast<size_t>(std::upper_bound(offset_.begin(), offset_.end(), v) - offset_.begin() - 1);
-      const auto op = static_cast<OpId>(v - offset_[s]);
-      const Program& p = ps_.stages[s];
-      end[v] = ready[v] + duration(s, p, op);
-      last = std::max(last, end[v]);
-      auto release = [&](size_t w, double t) {
-        ready[w] = std::max(ready[w], t);
-        if (--indeg[w] == 0) queue.push_back(w);
-      };
-      for (OpId succ : p.succs(op)) release(offset_[s] + succ, end[v]);
-      // A paired receive ends no sooner than its send.
-      for (size_t w : pair_succ[v]) release(w, end[v]);
-    }
-    // Every op is reached unless the pairs and the programs conflict (they
-    // cannot in a run that ends); then the bound falls back to what it has.
-    return last;
+    return 0;
   }
 
  private:
-  static constexpr size_t kNoPair = static_cast<size_t>(-1);
-
-  /// The standing device of stage s: pipeline coordinate s, the others 0.
-  DeviceId standing(size_t s) const { return static_cast<DeviceId>(static_cast<int64_t>(s) * mesh_.stride(MeshAxis::kPp)); }
-
   static double sped_up(double t, double k) { return k == 1 ? t : t / k; }
 
   double stream_speedup(const Program& p, const Op& o) const {
@@ -82,61 +44,13 @@ class Bounder {
     return k;
   }
 
-  /// Pairs the k-th receive from the neighbouring stage with the k-th send
-  /// to it, per (sender stage, receiver stage, pass), where each side keeps
-  /// to one stream (the engine then matches them in that order).
-  void pair_channels() {
-    struct Side {
-      std::vector<size_t> ops;
-      int stream = -1;
-      bool one_stream = true;
-    };
-    std::map<std::tuple<size_t, size_t, int>, std::pair<Side, Side>> channels;
-    const auto stages = static_cast<int64_t>(ps_.stages.size());
-    for (size_t s = 0; s < ps_.stages.size(); ++s) {
-      const Program& p = ps_.stages[s];
-      for (OpId i = 0; i < p.size(); ++i) {
-        const Op& o = p.op(i);
-        if ((o.kind != OpKind::kSend && o.kind != OpKind::kRecv) || o.peer_axis != MeshAxis::kPp) continue;
-        const auto peer = static_cast<size_t>(((static_cast<int64_t>(s) + o.peer) % stages + stages) % stages);
-        const bool send = o.kind == OpKind::kSend;
-        auto& ch = channels[{send ? s : peer, send ? peer : s, o.pass == Pass::kForward ? 0 : 1}];
-        Side& side = send ? ch.first : ch.second;
-        side.ops.push_back(offset_[s] + i);
-        if (side.stream >= 0 && side.stream != o.stream) side.one_stream = false;
-        side.stream = o.stream;
-      }
-    }
-    for (auto& [key, ch] : channels) {
-      auto& [sends, recvs] = ch;
-      if (!sends.one_stream || !recvs.one_stream || sends.ops.size() != recvs.ops.size()) continue;
-      for (size_t k = 0; k < sends.ops.size(); ++k) pair_from_[recvs.ops[k]] = sends.ops[k];
-    }
-  }
-
-  double duration(size_t s, const Program& p, OpId i) {
-    const Op& o = p.op(i);
-    switch (o.kind) {
-      case OpKind::kCompute:
-        return sped_up(op_compute_time(o, chip_, opt_.calibration).seconds(),
-                       opt_.compute_speedup[static_cast<size_t>(o.compute)]);
-      case OpKind::kRecv:
-        return 0;
-      case OpKind::kSend:
-        return transfer(s, p, o);
-      case OpKind::kCollective:
-        return collective(s, p, o);
-    }
-    return 0;
-  }
-
-  double transfer(size_t s, const Program& p, const Op& o) {
+  double transfer(const Program& p, const Op& o, DeviceId src) {
     const double k = stream_speedup(p, o);
     const auto bytes = static_cast<double>(o.comm_bytes.value());
     if (opt_.calibration != nullptr) {
-      if (const auto fit = opt_.calibration->fit("send-recv", 2)) return sped_up(fit->latency_s + bytes / fit->bytes_per_s, k);
+      if (const auto fit = opt_.calibration->fit("send-recv", 2))
+        return sped_up(fit->latency_s + bytes / fit->bytes_per_s, k);
     }
-    const DeviceId src = standing(s);
     const int64_t n = mesh_.size(o.peer_axis);
     const int64_t c = mesh_.coord(src, o.peer_axis);
     const int64_t nc = ((c + o.peer) % n + n) % n;
@@ -158,16 +72,16 @@ class Bounder {
     return (rate > 0 ? bytes / k / rate : 0) + sped_up(latency, k);
   }
 
-  double collective(size_t s, const Program& p, const Op& o) {
+  double collective(const Program& p, const Op& o, DeviceId standing) {
     const double k = stream_speedup(p, o);
-    const auto key = std::make_tuple(s, o.collective, o.comm_bytes.value(), o.axes, k);
+    const auto key = std::make_tuple(standing, o.collective, o.comm_bytes.value(), o.axes, k);
     if (const auto it = collective_cache_.find(key); it != collective_cache_.end()) return it->second;
     members_.clear();
-    mesh_.group_members(standing(s), o.axes, members_);
+    mesh_.group_members(standing, o.axes, members_);
     double t = 0;
-    const auto fit = opt_.calibration != nullptr
-                         ? opt_.calibration->fit(std::string(to_string(o.collective)), static_cast<int64_t>(members_.size()))
-                         : std::nullopt;
+    const auto fit = opt_.calibration != nullptr ? opt_.calibration->fit(std::string(to_string(o.collective)),
+                                                                         static_cast<int64_t>(members_.size()))
+                                                 : std::nullopt;
     if (fit) {
       t = sped_up(fit->latency_s + static_cast<double>(o.comm_bytes.value()) / fit->bytes_per_s, k);
     } else {
@@ -202,18 +116,123 @@ class Bounder {
     return t + (k == 1 ? lat.seconds() : SimTime::from_ps(std::llround(static_cast<double>(lat.ps()) / k)).seconds());
   }
 
-  const ProgramSet& ps_;
   const Mesh& mesh_;
   const Topology& topo_;
   const ChipSpec& chip_;
   const EngineOptions& opt_;
-  std::vector<size_t> offset_;
-  std::vector<size_t> pair_from_;
   std::vector<double> load_;
   std::vector<LinkId> touched_, links_;
   std::vector<double> frac_;
   std::vector<uint32_t> members_;
-  std::map<std::tuple<size_t, CollectiveKind, int64_t, uint8_t, double>, double> collective_cache_;
+  std::map<std::tuple<DeviceId, CollectiveKind, int64_t, uint8_t, double>, double> collective_cache_;
+};
+
+OpLowerBounds::OpLowerBounds(const Mesh& mesh, const Topology& topo, const ChipSpec& chip, const EngineOptions& options)
+    : impl_(std::make_unique<Impl>(mesh, topo, chip, options)) {}
+OpLowerBounds::~OpLowerBounds() = default;
+double OpLowerBounds::seconds(const Program& p, OpId op, DeviceId standing) {
+  return impl_->duration(p, op, standing);
+}
+
+namespace {
+
+class Bounder {
+ public:
+  Bounder(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip, const EngineOptions& opt)
+      : ps_(ps), mesh_(mesh), ops_(mesh, topo, chip, opt) {}
+
+  double run() {
+    const size_t stages = ps_.stages.size();
+    offset_.assign(stages + 1, 0);
+    for (size_t s = 0; s < stages; ++s) offset_[s + 1] = offset_[s] + ps_.stages[s].size();
+    const size_t n = offset_[stages];
+    pair_from_.assign(n, kNoPair);
+    pair_channels();
+    // Kahn's order over every stage's ops and the send -> receive pairs.
+    std::vector<uint32_t> indeg(n, 0);
+    for (size_t s = 0; s < stages; ++s) {
+      const Program& p = ps_.stages[s];
+      for (OpId i = 0; i < p.size(); ++i) indeg[offset_[s] + i] = static_cast<uint32_t>(p.deps(i).size());
+    }
+    std::vector<std::vector<size_t>> pair_succ(n);
+    for (size_t v = 0; v < n; ++v) {
+      if (pair_from_[v] != kNoPair) {
+        ++indeg[v];
+        pair_succ[pair_from_[v]].push_back(v);
+      }
+    }
+    std::vector<double> ready(n, 0.0), end(n, 0.0);
+    std::vector<size_t> queue;
+    queue.reserve(n);
+    for (size_t v = 0; v < n; ++v) {
+      if (indeg[v] == 0) queue.push_back(v);
+    }
+    double last = 0;
+    for (size_t head = 0; head < queue.size(); ++head) {
+      const size_t v = queue[head];
+      const auto s = static_cast<size_t>(std::upper_bound(offset_.begin(), offset_.end(), v) - offset_.begin() - 1);
+      const auto op = static_cast<OpId>(v - offset_[s]);
+      const Program& p = ps_.stages[s];
+      end[v] = ready[v] + ops_.seconds(p, op, standing(s));
+      last = std::max(last, end[v]);
+      auto release = [&](size_t w, double t) {
+        ready[w] = std::max(ready[w], t);
+        if (--indeg[w] == 0) queue.push_back(w);
+      };
+      for (OpId succ : p.succs(op)) release(offset_[s] + succ, end[v]);
+      // A paired receive ends no sooner than its send.
+      for (size_t w : pair_succ[v]) release(w, end[v]);
+    }
+    // Every op is reached unless the pairs and the programs conflict (they
+    // cannot in a run that ends); then the bound falls back to what it has.
+    return last;
+  }
+
+ private:
+  static constexpr size_t kNoPair = static_cast<size_t>(-1);
+
+  /// The standing device of stage s: pipeline coordinate s, the others 0.
+  DeviceId standing(size_t s) const {
+    return static_cast<DeviceId>(static_cast<int64_t>(s) * mesh_.stride(MeshAxis::kPp));
+  }
+
+  /// Pairs the k-th receive from the neighbouring stage with the k-th send
+  /// to it, per (sender stage, receiver stage, pass), where each side keeps
+  /// to one stream (the engine then matches them in that order).
+  void pair_channels() {
+    struct Side {
+      std::vector<size_t> ops;
+      int stream = -1;
+      bool one_stream = true;
+    };
+    std::map<std::tuple<size_t, size_t, int>, std::pair<Side, Side>> channels;
+    const auto stages = static_cast<int64_t>(ps_.stages.size());
+    for (size_t s = 0; s < ps_.stages.size(); ++s) {
+      const Program& p = ps_.stages[s];
+      for (OpId i = 0; i < p.size(); ++i) {
+        const Op& o = p.op(i);
+        if ((o.kind != OpKind::kSend && o.kind != OpKind::kRecv) || o.peer_axis != MeshAxis::kPp) continue;
+        const auto peer = static_cast<size_t>(((static_cast<int64_t>(s) + o.peer) % stages + stages) % stages);
+        const bool send = o.kind == OpKind::kSend;
+        auto& ch = channels[{send ? s : peer, send ? peer : s, o.pass == Pass::kForward ? 0 : 1}];
+        Side& side = send ? ch.first : ch.second;
+        side.ops.push_back(offset_[s] + i);
+        if (side.stream >= 0 && side.stream != o.stream) side.one_stream = false;
+        side.stream = o.stream;
+      }
+    }
+    for (auto& [key, ch] : channels) {
+      auto& [sends, recvs] = ch;
+      if (!sends.one_stream || !recvs.one_stream || sends.ops.size() != recvs.ops.size()) continue;
+      for (size_t k = 0; k < sends.ops.size(); ++k) pair_from_[recvs.ops[k]] = sends.ops[k];
+    }
+  }
+
+  const ProgramSet& ps_;
+  const Mesh& mesh_;
+  OpLowerBounds ops_;
+  std::vector<size_t> offset_;
+  std::vector<size_t> pair_from_;
 };
 
 }  // namespace

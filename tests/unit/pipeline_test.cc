@@ -94,6 +94,30 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PipelineBubble,
                            return "p" + std::to_string(info.param.p) + "_m" + std::to_string(info.param.m);
                          });
 
+// What the search's pipeline bound relies on (workloads/pipeline_bound.h):
+// every stage of every schedule starts with its chunk 0's forward of the
+// first microbatch and ends with its chunk 0's backward.
+TEST(PipelineSchedule, StagesStartAndEndWithChunkZero) {
+  for (const PipelineSchedule sched :
+       {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kInterleaved}) {
+    for (int64_t p = 1; p <= 8; ++p) {
+      for (int64_t m = 1; m <= 24; ++m) {
+        for (int64_t v = 1; v <= 4; ++v) {
+          if ((sched == PipelineSchedule::kInterleaved && m % p != 0) ||
+              (sched == PipelineSchedule::kOneFOneB && v > 1))
+            continue;
+          for (int64_t s = 0; s < p; ++s) {
+            const std::vector<PipelineStep> st = pipeline_steps(sched, p, s, m, v);
+            ASSERT_FALSE(st.empty());
+            EXPECT_TRUE(st.front().forward && st.front().chunk == 0 && st.front().microbatch == 0);
+            EXPECT_TRUE(!st.back().forward && st.back().chunk == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PipelineSchedule, EveryStepRunsOnceAndBackwardFollowsForward) {
   for (auto sched : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kInterleaved}) {
     const int64_t p = 4, m = 8, v = sched == PipelineSchedule::kOneFOneB ? 1 : 2;

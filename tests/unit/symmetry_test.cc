@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -196,71 +195,16 @@ TEST(Symmetry, ShrinksOrFallsBackWhereDevicesWouldDiffer) {
   EXPECT_EQ(graph.report.sim.symmetry.substr(0, 5), "none ") << graph.report.sim.symmetry;
 }
 
-// Small random scenarios (seeded): fat trees rail-optimised or not, with
-// 1 to 4 nodes a leaf, full bisection or 2:1, two or three tiers, and tori
-// with and without wraparound; dense and MoE models; random tp, cp, pp
-// (1F1B or interleaved), dp, ep, ZeRO, mesh orders, microbatches,
-// recomputation, tensor-parallel overlap. Wherever the symmetry is found
-// the step equals the full simulation's; and it is found often enough to
-// matter.
+// Small random scenarios (testing::random_scenarios): wherever the symmetry
+// is found the step equals the full simulation's; and it is found often
+// enough to matter.
 TEST(Symmetry, RandomScenariosMatchTheFullSimulation) {
-  std::mt19937_64 rng(20261126);
-  auto pick = [&](std::initializer_list<const char*> xs) {
-    return std::string(*(xs.begin() + static_cast<std::ptrdiff_t>(rng() % xs.size())));
-  };
-  auto pick_int = [&](std::initializer_list<int> xs) {
-    return *(xs.begin() + static_cast<std::ptrdiff_t>(rng() % xs.size()));
-  };
-  int ran = 0, reduced = 0;
-  for (int attempt = 0; attempt < 1000 && ran < 150; ++attempt) {
-    const bool torus = rng() % 4 == 0;
-    const int devices = torus ? 32 : pick_int({32, 64});
-    std::string cluster;
-    if (torus) {
-      cluster = R"({"chip": "tpu-v5e", "devices": 32, "fabric": {"kind": "torus", )" +
-                pick({R"("dims": [8, 4], "wraparound": [true, true])", R"("dims": [8, 4], "wraparound": [true, false])",
-                      R"("dims": [8, 4], "wraparound": [false, true])",
-                      R"("dims": [4, 2, 4], "wraparound": [true, false, true])"}) +
-                "}}";
-    } else {
-      cluster = R"({"chip": "h100-sxm", "devices": )" + std::to_string(devices) +
-                R"(, "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": )" + pick({"4", "8"}) +
-                R"(, "rail_optimized": )" + pick({"true", "false"}) + R"(, "nics_per_leaf": )" +
-                pick({"1", "2", "4", "8"}) + R"(, "oversubscription": )" + pick({"1", "2"}) +
-                pick({"", R"(, "tiers": 3, "leaves_per_pod": 4)", R"(, "tiers": 3, "leaves_per_pod": 8)"}) + "}}";
-    }
-    const bool moe = rng() % 3 == 0;
-    const int tp = pick_int({1, 2, 4}), cp = pick_int({1, 1, 2}), pp = pick_int({1, 1, 2});
-    const int dp = devices / (tp * cp * pp);
-    const int ep = moe ? pick_int({1, 2, 4}) : 1;
-    const int mb = pick_int({1, 2});
-    const int batch = dp * mb * pick_int({2, 4});
-    // Hybrid FSDP: ZeRO-3 sharded over pairs of data-parallel ranks.
-    const bool hybrid = dp >= 4 && rng() % 4 == 0;
-    const std::string zero = hybrid ? "3" : pick({"0", "1", "2", "3"});
-    std::string plan =
-        R"({"tp": )" + std::to_string(tp) + R"(, "cp": )" + std::to_string(cp) + R"(, "pp": )" + std::to_string(pp) +
-        R"(, "dp": )" + std::to_string(dp) + R"(, "ep": )" + std::to_string(ep) + R"(, "zero": )" + zero +
-        R"(, "microbatch_size": )" + std::to_string(mb) + R"(, "global_batch": )" + std::to_string(batch) +
-        R"(, "seq_len": 2048, "recompute": ")" + pick({"none", "selective", "full"}) + R"(", "sequence_parallel": )" +
-        (tp > 1 ? pick({"true", "false"}) : "false") + R"(, "tp_comm_overlap": )" +
-        (tp > 1 ? pick({"true", "false"}) : "false") + R"(, "mesh_order": )" +
-        pick({R"(["tp", "cp", "pp", "dp"])", R"(["tp", "cp", "dp", "pp"])", R"(["cp", "tp", "pp", "dp"])"});
-    if (pp > 1) plan += pick({"", R"(, "schedule": "interleaved", "virtual_stages": 2)", R"(, "schedule": "gpipe")"});
-    if (cp > 1) plan += R"(, "cp_comm": ")" + pick({"p2p", "all_gather", "a2a"}) + R"(")";
-    if (moe && ep > 1) plan += R"(, "moe_dispatcher": ")" + pick({"alltoall", "allgather"}) + R"(")";
-    if (hybrid) plan += R"(, "fsdp_shard_size": 2)";
-    plan += "}";
-    const std::string json = R"({"model": )" + std::string(moe ? kMoe : kDense) + R"(, "cluster": )" + cluster +
-                             R"(, "plan": )" + plan + "}";
-    Scenario s;
-    try {
-      s = testing::scenario(json);
-    } catch (const InputError&) {
-      continue;  // an invalid combination
-    }
-    SCOPED_TRACE(json);
-    ++ran;
+  int reduced = 0;
+  const std::vector<testing::RandomScenario> cases = testing::random_scenarios(20261126, 150);
+  ASSERT_EQ(cases.size(), 150u);
+  for (const testing::RandomScenario& c : cases) {
+    SCOPED_TRACE(c.json);
+    Scenario s = testing::scenario(c.json);
     SimulateOptions opt;
     opt.replica_shortcut = ReplicaShortcut::kOff;
     opt.timing = false;
@@ -268,13 +212,12 @@ TEST(Symmetry, RandomScenariosMatchTheFullSimulation) {
     const StepRun fast = simulate_step(s, opt);
     s.simulator.symmetry = false;
     const StepRun full = simulate_step(s, opt);
-    ASSERT_EQ(full.report.sim.simulated_devices, devices);
-    reduced += fast.report.sim.simulated_devices < devices;
+    ASSERT_EQ(full.report.sim.simulated_devices, c.devices);
+    reduced += fast.report.sim.simulated_devices < c.devices;
     expect_same_step(fast, full);
   }
-  EXPECT_GE(ran, 120);
-  EXPECT_GE(reduced, ran / 2);
-  std::printf("%d random scenarios, %d of them reduced\n", ran, reduced);
+  EXPECT_GE(reduced, 75);
+  std::printf("%zu random scenarios, %d of them reduced\n", cases.size(), reduced);
 }
 
 // A replica that is one node (tp·cp·pp = 8): replica 0 alone (and with

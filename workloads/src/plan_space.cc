@@ -7,6 +7,7 @@
 #include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
+#include "shardsim/workloads/pipeline_bound.h"
 
 namespace shardsim {
 namespace {
@@ -103,7 +104,7 @@ double ring_s(double bytes, int64_t size, double bandwidth) {
 }  // namespace
 
 double step_time_lower_bound_s(const Scenario& s) {
-  return compute_bound_s(s) * pipeline_stretch(s.plan);
+  return pipeline_lower_bound(s.plan, chunk_work_from_flops(s));
 }
 
 double step_time_estimate_s(const Scenario& s) {

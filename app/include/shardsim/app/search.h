@@ -1,7 +1,8 @@
 // The plan search: enumerate the plans of a scenario's model, cluster and
-// batch, drop the invalid and the ones over memory, prune by a lower bound
-// on the step time, and simulate the rest in order of a closed-form
-// estimate, up to a budget of simulations.
+// batch, drop the invalid and the ones over memory, bound every other from
+// below (three bounds, each tighter and dearer than the last), and simulate
+// in the order of the bounds until no plan left can beat the best simulated:
+// the best is then proven. A budget of simulations may stop it sooner.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +32,10 @@ using WaveRunner =
 
 struct SearchOptions {
   SearchObjective objective = SearchObjective::kStepTime;
-  /// Most plans simulated, the scenario's own included.
-  int64_t max_simulations = 12;
+  /// Most plans simulated, the scenario's own included: a cap on the time,
+  /// not part of the method (the search stops when its best is proven; the
+  /// 70B and 405B examples take 20 and 8, docs/search.md).
+  int64_t max_simulations = 64;
   /// Threads that simulate at once; 0: every core. Results do not depend on it.
   int jobs = 0;
   /// Called after each wave of simulations: (simulated, budget, seconds so far).
@@ -54,24 +57,35 @@ struct SearchRow {
 
 struct SearchResult {
   PlanSpaceCounts counts;
-  int64_t candidates = 0;         ///< valid and within memory
-  int64_t pruned_by_bound = 0;    ///< tier 1: their analytical lower bound cannot beat the best simulated
-  /// Tier 2: their lowered programs' bounds cannot beat it (the busiest
-  /// stage's compute ops, and the path through one device per stage with
-  /// every op at a time no run beats).
+  int64_t candidates = 0;  ///< valid and within memory
+  /// Plans whose bound could not beat the best simulated step, by the bound
+  /// that showed it: tier 1, FLOPs through the pipeline (step_time_lower_bound_s);
+  /// tier 2, each layer's own work and communication (LayerBound); tier 3,
+  /// the lowered programs' longest path (step_time_lower_bound).
+  int64_t pruned_by_bound = 0;
+  int64_t pruned_by_layers = 0;
   int64_t pruned_by_program = 0;
-  int64_t left_by_budget = 0;     ///< neither pruned nor simulated: the best is not proven
-  double enumerate_wall_s = 0;    ///< tier 1: enumeration, checks, memory, bounds
-  double simulate_wall_s = 0;     ///< tier 3: simulations
-  std::vector<SearchRow> rows;    ///< every simulated plan, best first
+  int64_t left_by_budget = 0;   ///< neither pruned nor simulated: the best is not proven
+  double enumerate_wall_s = 0;  ///< tier 1: enumeration, checks, memory, bounds
+  double bound_wall_s = 0;      ///< tier 2 for every candidate
+  double simulate_wall_s = 0;   ///< tier 3 and the simulations
+  std::vector<SearchRow> rows;  ///< every simulated plan, best first
 };
 
-/// Searches the plans of `base` over `device_counts` (its own count first).
+/// Searches the plans of `base` over `device_counts` (its own count first):
+/// the scenario's own plan is simulated first; then candidates in the order
+/// of their tier-1 and tier-2 bounds (the objective's, smallest first), each
+/// bounded again by its lowered programs (tier 3, native backend) before it
+/// is simulated, until the next bound cannot beat the best simulated (every
+/// plan left is pruned: the best is proven) or the budget is spent.
 /// Deterministic: simulations run in waves of four whose pruning decisions
 /// depend only on the waves before, so `jobs` changes the speed, not the
 /// answer.
 SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& device_counts,
                           const SearchOptions& options);
+
+/// Sets a result's wall times to 0 (`--no-timing`: byte-identical output).
+void forget_wall_times(SearchResult& r);
 
 }  // namespace shardsim
 

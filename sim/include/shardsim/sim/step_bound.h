@@ -3,6 +3,8 @@
 // run of the engine can beat.
 #pragma once
 
+#include <memory>
+
 #include "shardsim/core/program.h"
 #include "shardsim/core/units.h"
 #include "shardsim/sim/engine.h"
@@ -36,5 +38,24 @@ namespace shardsim {
 /// 1e-9 for the engine's picosecond rounding.
 SimTime step_time_lower_bound(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
                               const EngineOptions& options);
+
+/// The durations step_time_lower_bound gives ops (no run of the engine has
+/// an op take less), for a program run by device `standing`: compute
+/// alone; a collective's phases at the most bytes any link carries over its
+/// bandwidth plus the phase latency (or the calibrated fit); a send at its
+/// route's narrowest link plus the route latency; a receive 0.
+class OpLowerBounds {
+ public:
+  OpLowerBounds(const Mesh& mesh, const Topology& topo, const ChipSpec& chip, const EngineOptions& options);
+  ~OpLowerBounds();
+  OpLowerBounds(const OpLowerBounds&) = delete;
+  OpLowerBounds& operator=(const OpLowerBounds&) = delete;
+  /// Seconds; collectives are cached per (device, kind, bytes, axes, speed-up).
+  double seconds(const Program& p, OpId op, DeviceId standing);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace shardsim

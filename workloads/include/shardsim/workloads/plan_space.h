@@ -47,11 +47,12 @@ std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vect
 /// the round trip).
 std::vector<Override> searched_plan_overrides(const Plan& p);
 
-/// A lower bound on the simulated step time of `s`: the average device's
-/// matmul FLOPs at peak·matmul_efficiency plus its attention FLOPs at
-/// peak·attention_efficiency (the roofline never runs faster, and the busiest
-/// device does at least the average), stretched by the pipeline fill and
-/// drain, 1 + (p-1)/(m·v) (Narayanan et al. 2021, eq. 1 and 2).
+/// A lower bound on the simulated step time of `s` from FLOPs alone: each
+/// chunk's matmul FLOPs at peak·matmul_efficiency and attention FLOPs at
+/// peak·attention_efficiency (the roofline never runs faster;
+/// chunk_work_from_flops), through the pipeline's chains and each stage's
+/// compute stream (pipeline_lower_bound; the Narayanan et al. 2021 bubble for
+/// equal stages, and sound for unequal ones).
 double step_time_lower_bound_s(const Scenario& s);
 
 /// A closed-form estimate of the step time: the bound above plus exposed
