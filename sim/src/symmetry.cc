@@ -33,14 +33,14 @@ struct CollectiveKey {
   CollectiveKind kind;
   uint8_t axes;
   int64_t bytes;
-  auto operator<=>(const CollectiveKey&) const = default;
+  bool operator<(const CollectiveKey& o) const { return std::tie(kind, axes, bytes) < std::tie(o.kind, o.axes, o.bytes); }
 };
 
 /// A transfer of a stage: to the peer this far along this axis.
 struct SendKey {
   MeshAxis axis;
   int peer;
-  auto operator<=>(const SendKey&) const = default;
+  bool operator<(const SendKey& o) const { return std::tie(axis, peer) < std::tie(o.axis, o.peer); }
 };
 
 class Finder {
