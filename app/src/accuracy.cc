@@ -13,7 +13,7 @@
 namespace shardsim {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 /// Errors are recorded to 1e-6 (a ten-thousandth of a percentage point):
 /// readable, and far below any tolerance.
@@ -27,8 +27,8 @@ std::string percent(double x) {
   return buf;
 }
 
-Json stats_json(const ValidationStats& st) {
-  return Json{{"rows", st.n}, {"mean_abs_error", rounded(st.mean())}, {"max_abs_error", rounded(st.max)}};
+OrderedJson stats_json(const ValidationStats& st) {
+  return OrderedJson{{"rows", st.n}, {"mean_abs_error", rounded(st.mean())}, {"max_abs_error", rounded(st.max)}};
 }
 
 std::string row_key(const std::string& scenario, const std::string& metric) {
@@ -51,14 +51,14 @@ double number(const nlohmann::json& j, const char* key, const std::string& file,
 }  // namespace
 
 std::string accuracy_record_json(const ValidationReport& r, const AccuracyTolerance& tol) {
-  Json j;
+  OrderedJson j;
   j["note"] =
       "shardsim validate's accuracy record: CTest fails when a row's or a group's |error| grows beyond the "
       "tolerance. Re-record (scripts/record_accuracy.sh) only with the reason in the commit message.";
   j["tolerance"] = {{"row_abs_error", tol.row_abs_error},
                     {"mean_abs_error", tol.mean_abs_error},
                     {"max_abs_error", tol.max_abs_error}};
-  j["rows"] = Json::array();
+  j["rows"] = OrderedJson::array();
   for (const auto& row : r.rows) {
     j["rows"].push_back({{"scenario", row.scenario},
                          {"metric", row.metric},
@@ -66,11 +66,11 @@ std::string accuracy_record_json(const ValidationReport& r, const AccuracyTolera
                          {"abs_error", rounded(std::fabs(row.error))},
                          {"fits", row.fits}});
   }
-  j["performance"] = Json::object();
+  j["performance"] = OrderedJson::object();
   for (const auto& [key, st] : r.performance) j["performance"][key] = stats_json(st);
   j["memory"] = stats_json(r.memory);
   j["out_of_memory"] = r.out_of_memory;
-  return j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return j.dump(1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 
 AccuracyCheck check_accuracy(const ValidationReport& r, const std::string& text, const std::string& file) {
