@@ -103,6 +103,43 @@ TEST(Recompute, JaxClosureRerunsOnlyWhatIsNeeded) {
   EXPECT_EQ(qkv.count("mlp gate"), 1u);
 }
 
+// The policy on some layers only: torchtitan's selective layer
+// checkpointing wraps one block in k (layers k-1, 2k-1, ... from 0), and
+// Megatron-LM's block method the first n layers of each pipeline chunk; the
+// others keep everything. The recomputed forward is that share of a full
+// policy's, model FLOPs do not change, and activations lie between none and
+// every layer recomputed.
+TEST(Recompute, SomeLayersOnly) {
+  auto recomputed_layers = [](const Scenario& s) {
+    std::set<int32_t> layers;
+    for (const Program& p : lower_training_step(s).stages) {
+      for (const Op& o : p.ops()) {
+        if (o.pass == Pass::kRecompute && o.kind == OpKind::kCompute) layers.insert(o.layer);
+      }
+    }
+    return layers;
+  };
+  auto activations = [](const Scenario& s) { return testing::component(training_memory(s), "activations"); };
+  const Scenario every = testing::scenario(kLlama, {{"plan.recompute", "full"}, {"plan.recompute_every", "4"}});
+  EXPECT_EQ(recomputed_layers(every), (std::set<int32_t>{3, 7, 11, 15, 19, 23, 27, 31}));
+  // Two stages of 16 layers, interleaved in 4 chunks of 4: the first layer of each.
+  const Scenario block = testing::scenario(kLlama, {{"plan.recompute", "full"},
+                                                    {"plan.recompute_layers", "1"},
+                                                    {"plan.pp", "2"},
+                                                    {"plan.dp", "8"},
+                                                    {"plan.schedule", "\"interleaved\""},
+                                                    {"plan.virtual_stages", "4"}});
+  EXPECT_EQ(recomputed_layers(block), (std::set<int32_t>{0, 4, 8, 12, 16, 20, 24, 28}));
+  const Scenario none = testing::scenario(kLlama);
+  const Scenario all = testing::scenario(kLlama, {{"plan.recompute", "full"}});
+  EXPECT_LT(activations(all), activations(every));
+  EXPECT_LT(activations(every), activations(none));
+  // One layer in one is every layer, in the program and in memory.
+  const Scenario every1 = testing::scenario(kLlama, {{"plan.recompute", "full"}, {"plan.recompute_every", "1"}});
+  EXPECT_EQ(activations(every1), activations(all));
+  EXPECT_EQ(recomputed_layers(every1).size(), 32u);
+}
+
 TEST(Recompute, ExecutedFlopsAddTheRecomputedForward) {
   // Full recomputation repeats every forward matmul and attention: executed
   // FLOPs are 4/3 of the model FLOPs (the padded vocabulary aside: the
@@ -150,6 +187,9 @@ TEST(Memory, ProgramWalkMatchesTheScheduleEstimate) {
                "schedule": "interleaved", "virtual_stages": 2}})";
   expect_walk_matches_estimate(pp, {});
   expect_walk_matches_estimate(pp, {{"plan.recompute", "selective"}});
+  // The policy on some layers only (Recompute.SomeLayersOnly).
+  expect_walk_matches_estimate(pp, {{"plan.recompute", "full"}, {"plan.recompute_every", "2"}});
+  expect_walk_matches_estimate(pp, {{"plan.recompute", "full"}, {"plan.recompute_layers", "1"}});
   expect_walk_matches_estimate(pp, {{"plan.schedule", "\"1f1b\""}, {"plan.virtual_stages", "1"}});
   expect_walk_matches_estimate(pp, {{"plan.schedule", "\"gpipe\""}, {"plan.virtual_stages", "1"}});
   expect_walk_matches_estimate(R"({"model": "mixtral-8x7b", "cluster": "dgx-h100-64",

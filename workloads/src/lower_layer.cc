@@ -68,6 +68,18 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe) {
   return c;
 }
 
+RecomputeSpec keep_everything(RecomputeSpec spec) {
+  spec.policy = RecomputeSpec::Policy::kNone;
+  spec.custom = {};
+  return spec;
+}
+
+bool recompute_applies(const Plan& p, int64_t layer, int64_t index) {
+  if (p.recompute_layers > 0) return index < p.recompute_layers;
+  if (p.recompute_every > 0) return (layer + 1) % p.recompute_every == 0;
+  return true;
+}
+
 RecomputeSpec recompute_spec(const Plan& p) {
   RecomputeSpec r;
   using P = RecomputeSpec::Policy;

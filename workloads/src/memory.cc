@@ -47,9 +47,12 @@ struct LayerMemory {
   int64_t kept = 0;        ///< bytes kept from the forward to the backward
   int64_t recomputed = 0;  ///< bytes a recomputation holds during the backward
 };
-LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer) {
+/// With `policy` false, a layer the plan's recomputation policy leaves out
+/// (detail::recompute_applies): it keeps everything its backward needs.
+LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer, bool policy = true) {
   const LayerGraph g(detail::layer_config(m, p, moe_layer));
-  const RecomputePlan rp = detail::plan_recompute(g, detail::recompute_spec(p));
+  const detail::RecomputeSpec spec = detail::recompute_spec(p);
+  const RecomputePlan rp = detail::plan_recompute(g, policy ? spec : detail::keep_everything(spec));
   return {g.bytes(rp.kept & ~rp.offloaded), g.bytes(rp.recomputed & rp.needed & ~rp.kept)};
 }
 
@@ -66,8 +69,10 @@ StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, int64_t sta
   const ModelSpec& m = s.model;
   const Plan& p = s.plan;
   const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.expert_tp);
-  const LayerMemory dense = layer_memory(m, p, false);
-  const LayerMemory moe = m.is_moe() ? layer_memory(m, p, true) : LayerMemory{};
+  // [moe layer][the policy applies]
+  const LayerMemory mem[2][2] = {{layer_memory(m, p, false, false), layer_memory(m, p, false)},
+                                 {m.is_moe() ? layer_memory(m, p, true, false) : LayerMemory{},
+                                  m.is_moe() ? layer_memory(m, p, true) : LayerMemory{}}};
   StageShape st;
   for (int64_t c = 0; c < p.virtual_stages; ++c) {
     const int64_t g = c * p.pp + stage;
@@ -75,11 +80,12 @@ StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, int64_t sta
     for (int64_t i = 0; i < layout.count[static_cast<size_t>(g)]; ++i) {
       const int64_t l = layout.first[static_cast<size_t>(g)] + i;
       const bool moe_layer = m.is_moe_layer(l);
+      const LayerMemory& lm = mem[moe_layer ? 1 : 0][detail::recompute_applies(p, l, i) ? 1 : 0];
       st.params += moe_layer ? dp.moe_layer_replicated : dp.dense_layer;
       st.expert_params += moe_layer ? dp.moe_layer_experts : 0;
       st.layer_params += moe_layer ? dp.moe_layer_replicated + dp.moe_layer_experts : dp.dense_layer;
-      act += moe_layer ? moe.kept : dense.kept;
-      st.recompute_extra = std::max(st.recompute_extra, moe_layer ? moe.recomputed : dense.recomputed);
+      act += lm.kept;
+      st.recompute_extra = std::max(st.recompute_extra, lm.recomputed);
     }
     if (g == 0) st.params += dp.embedding;
     if (g == p.chunks() - 1) {

@@ -62,6 +62,16 @@ struct LayerShape {
 LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe);
 /// The plan's recomputation policy and its framework's semantics.
 RecomputeSpec recompute_spec(const Plan& p);
+/// The same spec with nothing recomputed (what the layers the policy
+/// leaves out keep: everything their backward needs; offloads as the spec).
+RecomputeSpec keep_everything(RecomputeSpec spec);
+/// Whether the policy applies to layer `layer`, the `index`-th of its
+/// pipeline chunk: to every layer by default; with recompute_layers > 0 to
+/// the first that many of each chunk (Megatron-LM's block method,
+/// --recompute-num-layers); with recompute_every = k to one layer in k
+/// (torchtitan's selective layer checkpointing wraps block i, counted from
+/// 1, when i % k == 0: layers k-1, 2k-1, ... from 0).
+bool recompute_applies(const Plan& p, int64_t layer, int64_t index);
 
 /// Builds the Program of one pipeline stage.
 class StageLowering {
@@ -107,9 +117,11 @@ class StageLowering {
     const RecomputeSpec spec = recompute_spec(p_);
     dense_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, false));
     dense_plan_ = plan_recompute(*dense_graph_, spec);
+    dense_keep_plan_ = plan_recompute(*dense_graph_, keep_everything(spec));
     if (m_.is_moe()) {
       moe_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, true));
       moe_plan_ = plan_recompute(*moe_graph_, spec);
+      moe_keep_plan_ = plan_recompute(*moe_graph_, keep_everything(spec));
     }
   }
 
@@ -436,7 +448,20 @@ class StageLowering {
     OpId operator[](Node n) const { return op[idx(n)]; }
   };
   const LayerGraph& graph(int32_t L) const { return m_.is_moe_layer(L) ? *moe_graph_ : *dense_graph_; }
-  const RecomputePlan& recompute_plan(int32_t L) const { return m_.is_moe_layer(L) ? moe_plan_ : dense_plan_; }
+  /// The layer's plan: the policy's, or keeping everything where the policy
+  /// applies to some layers only (recompute_applies).
+  const RecomputePlan& recompute_plan(int32_t L) const {
+    const bool moe = m_.is_moe_layer(L);
+    if (!recompute_applies(p_, L, index_in_chunk(L))) return moe ? moe_keep_plan_ : dense_keep_plan_;
+    return moe ? moe_plan_ : dense_plan_;
+  }
+  /// Layer L's place in its pipeline chunk (0 for the chunk's first).
+  int64_t index_in_chunk(int64_t L) const {
+    for (size_t g = 0; g < layout_.first.size(); ++g) {
+      if (L >= layout_.first[g] && L < layout_.first[g] + layout_.count[g]) return L - layout_.first[g];
+    }
+    return 0;
+  }
   /// Emits node `n` of layer L (the dense nodes here, attention in
   /// lower_attention.cc, the MoE nodes in lower_moe.cc); returns its last op.
   OpId emit_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps);
@@ -567,7 +592,7 @@ class StageLowering {
   std::vector<std::pair<int64_t, uint8_t>> deferred_;       // gradient buckets reduced after the backward
   Bucket dense_, expert_;
   std::unique_ptr<LayerGraph> dense_graph_, moe_graph_;
-  RecomputePlan dense_plan_, moe_plan_;
+  RecomputePlan dense_plan_, moe_plan_, dense_keep_plan_, moe_keep_plan_;
   bool record_buckets_ = false;  // flushed buckets feed the ZeRO-1/2 parameter all-gathers
 };
 
