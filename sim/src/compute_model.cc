@@ -97,7 +97,8 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
   if (op.compute == ComputeKind::kMatmul) {
     const bool low = (op.dtype == DType::kFp8 || op.dtype == DType::kInt8) && chip.fp8_peak.value() > 0;
     const double k_overhead = chip.matmul_k_overhead * (low ? chip.fp8_peak.value() / chip.bf16_peak.value() : 1.0);
-    const double eff = (low ? chip.fp8_matmul_efficiency : chip.matmul_efficiency) *
+    const double accumulate = low && op.split_accumulator ? chip.fp8_split_accumulator_efficiency : 1.0;
+    const double eff = (low ? chip.fp8_matmul_efficiency : chip.matmul_efficiency) * accumulate *
                        matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip, k_overhead);
     flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * eff);
   } else if (op.compute == ComputeKind::kAttention) {

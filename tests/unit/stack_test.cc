@@ -15,6 +15,7 @@
 
 #include "shardsim/app/step.h"
 #include "shardsim/core/error.h"
+#include "shardsim/sim/compute_model.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/model.h"
@@ -339,6 +340,39 @@ TEST(StackMechanisms, Fp8RunsLinearGemmsInFp8AndKeepsHeadRouterAndBmmInBf16) {
   }
   EXPECT_EQ(routers, 3);
   EXPECT_EQ(experts, 6);
+}
+
+// The backward's fp8 GEMMs promote partial sums to fp32 (Transformer
+// Engine's dgrad and wgrad, torchao's grad GEMMs, Flax's gradients), the
+// forward's fast-accumulate; bf16 GEMMs have nothing to choose. On H100 a
+// compute-bound split-accumulator GEMM takes 1/0.87 the fast one's time.
+TEST(StackMechanisms, Fp8BackwardGemmsUseTheSplitAccumulator) {
+  auto count = [](const Program& p) {
+    int split = 0, fast = 0;
+    for (const Op& o : p.ops()) {
+      if (o.kind != OpKind::kCompute || o.compute != ComputeKind::kMatmul || o.dtype != DType::kFp8) continue;
+      EXPECT_EQ(o.split_accumulator, o.pass == Pass::kBackward) << p.name(o);
+      (o.split_accumulator ? split : fast) += 1;
+    }
+    return std::pair{split, fast};
+  };
+  const auto [split, fast] = count(stage0(testing::scenario(fp8_scenario("delayed"))));
+  EXPECT_EQ(split, 2 * fast);  // dgrad and wgrad for every forward GEMM
+  const Program fast_all = stage0(testing::scenario(fp8_scenario("delayed", R"(, "fp8_backward_fast_accum": true)")));
+  for (const Op& o : fast_all.ops()) EXPECT_FALSE(o.split_accumulator) << fast_all.name(o);
+  const Program bf16 = stage0(testing::scenario(fp8_scenario(nullptr)));
+  for (const Op& o : bf16.ops()) EXPECT_FALSE(o.split_accumulator) << bf16.name(o);
+
+  const Scenario h100 = testing::scenario(fp8_scenario("delayed"));
+  Op gemm;
+  gemm.compute = ComputeKind::kMatmul;
+  gemm.dtype = DType::kFp8;
+  gemm.m = gemm.n = gemm.k = 8192;
+  gemm.flops = Flops(2.0 * 8192 * 8192 * 8192);
+  const double t_fast = (compute_time(gemm, h100.cluster.chip) - microseconds(2.5)).seconds();
+  gemm.split_accumulator = true;
+  const double t_split = (compute_time(gemm, h100.cluster.chip) - microseconds(2.5)).seconds();
+  EXPECT_NEAR(t_split, t_fast / 0.87, 1e-6 * t_split);
 }
 
 // A bf16 GEMM reads bf16 operands whatever the plan's matmul dtype.

@@ -33,6 +33,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.nvlink_links = static_cast<int>(r.int_in("nvlink_links", 0, 1024, 0));
   c.matmul_efficiency = r.number_in("matmul_efficiency", 0.01, 1, 1);
   c.fp8_matmul_efficiency = r.number_in("fp8_matmul_efficiency", 0.01, 1, c.matmul_efficiency);
+  c.fp8_split_accumulator_efficiency = r.number_in("fp8_split_accumulator_efficiency", 0.01, 1, 1);
   c.matmul_k_overhead = r.number_in("matmul_k_overhead", 0, 1e6, 0);
   c.attention_efficiency = r.number_in("attention_efficiency", 0.01, 1, 1);
   if (r.has("attention_kernels")) {

@@ -208,6 +208,7 @@ std::vector<PlanField> make_fields() {
   f.push_back(boolean("overlap_grad_reduce", train, &P::overlap_grad_reduce));
   f.push_back(boolean("overlap_param_gather", train, &P::overlap_param_gather));
   f.push_back(boolean("fp8_param_gather", train, &P::fp8_param_gather));
+  f.push_back(boolean("fp8_backward_fast_accum", train, &P::fp8_backward_fast_accum));
   f.push_back(boolean("fsdp_reshard_after_forward", train, &P::fsdp_reshard_after_forward));
   {
     // torch.distributed.pipelining's stages turn FSDP gradient sync and the

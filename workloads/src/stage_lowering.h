@@ -205,6 +205,8 @@ class StageLowering {
               Operands operands = Operands::kWeights, Precision precision = Precision::kLinear) {
     Op o = matmul_op(base(name, layer, pass, kC), batch, m, n, k, matmul_dtype(operands, precision));
     o.model_flops = o.flops * model_share(pass, model_fraction);
+    // fp8 gradient GEMMs promote partial sums to fp32 (Plan::fp8_backward_fast_accum).
+    o.split_accumulator = pass == Pass::kBackward && o.dtype == DType::kFp8 && !p_.fp8_backward_fast_accum;
     // Operands are read at the GEMM's own precision: a bf16 GEMM of an fp8
     // plan (the head, the router, attention's products) reads bf16.
     const int64_t w = dtype_bytes(o.dtype);

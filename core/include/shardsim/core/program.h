@@ -87,6 +87,9 @@ struct Op {
   bool graphed = false;
   /// Attention ops: the kernel that runs them.
   AttentionKernel kernel = AttentionKernel::kDefault;
+  /// fp8 matmuls: partial sums promoted to fp32 as the GEMM goes (no fast
+  /// accumulation: ChipSpec::fp8_split_accumulator_efficiency).
+  bool split_accumulator = false;
   /// The fraction of the chip's streaming bandwidth the software stack's
   /// kernel reaches on the op's memory traffic (a named, fitted parameter
   /// of a stack: Plan::memory_kernel_efficiency).

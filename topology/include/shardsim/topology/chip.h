@@ -33,7 +33,13 @@ struct ChipSpec {
   int nvlink_links = 0;
   // Compute model defaults (sim/compute_model.h documents their use).
   double matmul_efficiency = 1.0;      ///< large bf16 GEMM fraction of the bf16 peak
-  double fp8_matmul_efficiency = 1.0;  ///< large fp8 GEMM fraction of the fp8 peak
+  double fp8_matmul_efficiency = 1.0;  ///< large fp8 GEMM fraction of the fp8 peak (fast accumulation)
+  /// An fp8 GEMM that promotes its partial sums to fp32 as it goes (cuBLASLt
+  /// without CUBLASLT_MATMUL_DESC_FAST_ACCUM: Transformer Engine's "split
+  /// accumulator"), as training stacks run their backward GEMMs, runs at
+  /// this fraction of the fast-accumulating rate fp8_matmul_efficiency
+  /// describes (1: the tensor cores accumulate in fp32 anyway, Blackwell).
+  double fp8_split_accumulator_efficiency = 1.0;
   /// A GEMM tile's fixed cost (pipeline fill, epilogue) in K elements at the
   /// bf16 rate: a tile that loops over K elements runs at K / (K + this)
   /// of the asymptotic rate; fp8 tiles step through K twice as fast, so

@@ -87,6 +87,15 @@ struct Plan {
   /// Parameter all-gathers (ZeRO-1/2 and FSDP) move fp8 weights (Transformer
   /// Engine fp8 parameters, torchao's float8 all-gather).
   bool fp8_param_gather = false;
+  /// fp8 GEMMs of the backward pass (activation and weight gradients)
+  /// accumulate fast, as the forward's do; false (every stack's default):
+  /// they promote partial sums to fp32 (Transformer Engine's DelayedScaling
+  /// and Float8CurrentScaling use the split accumulator for dgrad and wgrad,
+  /// transformer_engine/common/recipe/__init__.py; torchao's Float8LinearConfig
+  /// fast-accumulates gemm_config_output only, torchao/float8/config.py;
+  /// Flax's fp8 dot takes its gradients at Precision.HIGHEST, which XLA runs
+  /// without fast accumulation, flax/linen/fp8_ops.py).
+  bool fp8_backward_fast_accum = false;
   /// FSDP: a unit's gathered parameters are freed after its forward and
   /// gathered again for its backward; false: kept until the backward.
   bool fsdp_reshard_after_forward = true;
