@@ -121,6 +121,7 @@ Plan off_default_plan(bool hybrid) {
   p.grad_reduce_dtype = DType::kBf16;
   p.matmul_dtype = DType::kFp8;
   p.fp8_recipe = Plan::Fp8Recipe::kMxfp8;
+  p.fp8_backward_fast_accum = true;
   p.moe_dispatcher = Plan::MoeDispatcher::kAllGather;
   p.expert_tp = 2;
   p.moe_grouped_gemm = false;
