@@ -25,9 +25,11 @@ namespace {
 using Ring = std::vector<DeviceId>;
 
 /// GPU fabrics: devices grouped in NVLink nodes (a graph fabric's NVLink
-/// domains), joined by a network. Tori have coordinates instead.
+/// domains), joined by a network. Tori (and torus graphs) have coordinates
+/// instead.
 bool has_nodes(const Topology& topo) {
-  return topo.kind() == FabricKind::kNvswitchFatTree || topo.kind() == FabricKind::kGraph;
+  // A graph with device coordinates is a torus (fabric_graph.h, GraphTorus).
+  return topo.kind() == FabricKind::kNvswitchFatTree || (topo.kind() == FabricKind::kGraph && topo.dims().empty());
 }
 
 /// The slowest route latency and the narrowest link along a ring's edges.
@@ -262,9 +264,9 @@ bool within_one_node(std::span<const DeviceId> members, const Topology& topo) {
 
 /// How many leading levels of a torus plan are ICI axes that can run at
 /// once (0 unless at least two): a level whose first ring's links are all
-/// ICI links.
+/// ICI links. A torus given as a graph (a fabric with dims) counts as a torus.
 size_t concurrent_axes(const std::vector<Level>& levels, const Topology& topo) {
-  if (topo.kind() != FabricKind::kTorus) return 0;
+  if (topo.kind() != FabricKind::kTorus && topo.dims().empty()) return 0;
   size_t m = 0;
   std::vector<LinkId> route;
   for (const Level& lv : levels) {

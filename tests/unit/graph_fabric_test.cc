@@ -102,6 +102,65 @@ TEST(GraphFabric, GraphmlFatTreeReproducesTheExamplesStepTimes) {
   EXPECT_NEAR(file, built, 1e-9 * built);
 }
 
+// A torus written as a graph (torus_graph: devices with coordinates) routes
+// every pair over links of the same rates and latencies as the torus, in
+// dimension order, and reports the same axes; the torus examples give the
+// same step time on it (per-axis rings, the torus's collective costs).
+TEST(GraphFabric, TorusAsAGraphRoutesAndSimulatesAsTheTorus) {
+  for (const auto& [dims, wrap, slices] :
+       {std::tuple{std::vector<int64_t>{4, 4}, std::vector<bool>{true, true}, int64_t{1}},
+        std::tuple{std::vector<int64_t>{4, 2, 3}, std::vector<bool>{true, false, true}, int64_t{1}},
+        std::tuple{std::vector<int64_t>{5}, std::vector<bool>{false}, int64_t{1}},
+        std::tuple{std::vector<int64_t>{2, 2}, std::vector<bool>{true, true}, int64_t{3}}}) {
+    TorusSpec t;
+    t.dims = dims;
+    t.wraparound = wrap;
+    t.link_bandwidth = gbyte_per_s(45);
+    t.link_efficiency = 0.9;
+    t.hop_latency = microseconds(1);
+    t.dcn_slices = slices;
+    t.dcn_bandwidth = gbyte_per_s(12.5);
+    t.dcn_latency = microseconds(5);
+    const auto built_in = make_torus(t);
+    GraphFabricSpec g;
+    g.graph = std::make_shared<FabricGraph>(parse_fabric_graph(fabric_graphml(torus_graph(t)), "torus"));
+    check_fabric_graph(*g.graph, "torus", built_in->num_devices());
+    const auto graph = make_graph_fabric(g);
+    EXPECT_EQ(graph->dims(), built_in->dims());
+    // An axis of two has one link each way either way: it need not wrap.
+    for (size_t a = 0; a < built_in->dims().size(); ++a) {
+      if (built_in->dims()[a] > 2) {
+        EXPECT_EQ(graph->wraparound()[a], built_in->wraparound()[a]) << a;
+      }
+    }
+    for (DeviceId a = 0; a < built_in->num_devices(); ++a) {
+      for (int ax = 0; ax < static_cast<int>(built_in->dims().size()); ++ax) {
+        EXPECT_EQ(graph->coord(a, ax), built_in->coord(a, ax));
+      }
+      for (DeviceId b = 0; b < built_in->num_devices(); ++b) {
+        ASSERT_EQ(route_profile(*graph, a, b), route_profile(*built_in, a, b)) << a << "->" << b;
+      }
+    }
+  }
+  SimulateOptions opt;
+  opt.timing = false;
+  opt.critical_path = CriticalPathMode::kOff;
+  for (const char* example :
+       {"examples/llama3-8b-tpu-v5e-256.json", "tests/golden/scenarios/llama2-7b-tpu-v4-torus.json"}) {
+    SCOPED_TRACE(example);
+    const Scenario s = load_scenario(source(example));
+    const std::string file = temp_file("torus.graphml", fabric_graphml(cluster_graph(s.cluster)));
+    const std::string cluster = R"({"chip": ")" + s.cluster.chip.name + R"(", "devices": )" +
+                                std::to_string(s.cluster.devices) + R"(, "fabric": {"kind": "graph", "file": ")" +
+                                file + R"("}})";
+    const Scenario g = load_scenario(source(example), {{"cluster", cluster}});
+    ASSERT_EQ(g.cluster.fabric, FabricKind::kGraph);
+    const double want = simulate_step(s, opt).report.step_time_s;
+    const double got = simulate_step(g, opt).report.step_time_s;
+    EXPECT_NEAR(got, want, 1e-9 * want);
+  }
+}
+
 /// A link's cost as routes count it: 1 for NVLink, 2 for the rest.
 int64_t link_cost(LinkKind k) {
   return k == LinkKind::kNvlink ? 1 : 2;
@@ -336,6 +395,41 @@ TEST(GraphFabric, BadGraphsAreInputErrorsNamingTheNodeOrEdge) {
   expect_error(R"(graph f { a [kind=gpu rank=0]; b [kind=gpu rank=1]; c [kind=gpu rank=2];
     a -- b [bw_GBps=50]; b -- c [bw_GBps=50]; })",
                "device 2 cannot be reached");
+  // Torus graphs: coordinates on every device or none, filling a grid,
+  // neighbours linked both ways, an axis wrapping on every line or none.
+  const std::string ring =
+      R"(graph f { a [kind=tpu transit=true rank=0 coord="0"]; b [kind=tpu transit=true rank=1 coord="1"];
+    c [kind=tpu transit=true rank=2 coord="2"]; a -- b [bw_GBps=45 link=ici]; b -- c [bw_GBps=45 link=ici]; )";
+  check_fabric_graph(parse_fabric_graph(ring + "}", "ring.dot"), "ring.dot", 3);
+  EXPECT_FALSE(graph_torus(parse_fabric_graph(ring + "}", "ring.dot"), "ring.dot").wraparound[0]);
+  EXPECT_TRUE(
+      graph_torus(parse_fabric_graph(ring + "c -- a [bw_GBps=45 link=ici]; }", "ring.dot"), "ring.dot").wraparound[0]);
+  expect_error(
+      R"(graph f { a [kind=tpu transit=true rank=0 coord="0"]; b [kind=tpu transit=true rank=1]; a -- b [bw_GBps=45]; })",
+      "/nodes/b/coord: expected the 1 coordinates every device of a torus graph has");
+  expect_error(
+      R"(graph f { a [kind=tpu transit=true rank=0 coord="0"]; b [kind=tpu transit=true rank=1 coord="2"]; a -- b [bw_GBps=45]; })",
+      "/nodes: the devices' coordinates do not fill a grid: 2 devices, 3 cells");
+  expect_error(
+      R"(graph f { a [kind=tpu transit=true rank=0 coord="1"]; b [kind=tpu transit=true rank=1 coord="1"]; a -- b [bw_GBps=45]; })",
+      "/nodes/b/coord: the same coordinates as a");
+  expect_error(R"(graph f { a [kind=tpu transit=true rank=0 coord="0"]; b [kind=tpu rank=1 coord="1"];
+    a -- b [bw_GBps=45]; })",
+               "/nodes/b/transit: expected true");
+  expect_error(R"(graph f { a [kind=tpu transit=true rank=0 coord="0,x"]; })",
+               "/nodes/a/coord: expected up to 6 non-negative");
+  expect_error(
+      R"(graph f { a [kind=tpu transit=true rank=0 coord="0"]; s [kind=switch coord="1"]; a -- s [bw_GBps=45]; })",
+      "/nodes/s/coord: a switch is not a device and has no coord");
+  expect_error(R"(graph f { a [kind=tpu transit=true rank=0 coord="0"]; b [kind=tpu transit=true rank=1 coord="1"];
+    c [kind=tpu transit=true rank=2 coord="2"]; a -- b [bw_GBps=45]; a -- c [bw_GBps=45]; })",
+               "/nodes/b: a torus graph links each device both ways to its neighbour along every axis; none to c");
+  // Two lines along x: one wraps, the other does not.
+  expect_error(R"(graph f { a [kind=tpu transit=true rank=0 coord="0,0"]; b [kind=tpu transit=true rank=1 coord="1,0"];
+    c [kind=tpu transit=true rank=2 coord="2,0"]; d [kind=tpu transit=true rank=3 coord="0,1"]; e [kind=tpu transit=true rank=4 coord="1,1"];
+    g [kind=tpu transit=true rank=5 coord="2,1"]; a -- b [bw_GBps=45]; b -- c [bw_GBps=45]; c -- a [bw_GBps=45];
+    d -- e [bw_GBps=45]; e -- g [bw_GBps=45]; a -- d [bw_GBps=45]; b -- e [bw_GBps=45]; c -- g [bw_GBps=45]; })",
+               "axis 0 wraps around on some lines and not on others");
   expect_error(R"(graph f { a [kind=gpu]; })", "/nodes/a/rank: expected the device's rank");
   expect_error(R"(graph f { a [rank=0]; })", "/nodes/a/kind: missing");
   expect_error("graph f { a -- }", "not a readable DOT graph");

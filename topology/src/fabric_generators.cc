@@ -12,11 +12,11 @@ namespace {
 struct Builder {
   FabricGraph g;
   uint32_t device(int64_t rank, bool transit = false) {
-    g.nodes.push_back({"gpu" + std::to_string(rank), true, rank, transit, "gpu"});
+    g.nodes.push_back({"gpu" + std::to_string(rank), true, rank, transit, "gpu", {}});
     return static_cast<uint32_t>(g.nodes.size() - 1);
   }
   uint32_t node(const std::string& id, const std::string& kind) {
-    g.nodes.push_back({id, false, -1, false, kind});
+    g.nodes.push_back({id, false, -1, false, kind, {}});
     return static_cast<uint32_t>(g.nodes.size() - 1);
   }
   /// A full-duplex link: one each way.
@@ -81,7 +81,12 @@ FabricGraph fat_tree_graph(const FatTreeSpec& s, int64_t devices) {
 FabricGraph torus_graph(const TorusSpec& s) {
   const std::unique_ptr<Topology> t = make_torus(s);
   Builder b;
-  for (int64_t d = 0; d < t->num_devices(); ++d) b.device(d, /*transit=*/true);
+  for (int64_t d = 0; d < t->num_devices(); ++d) {
+    const uint32_t v = b.device(d, /*transit=*/true);
+    for (size_t a = 0; a < t->dims().size(); ++a) {
+      b.g.nodes[v].coord.push_back(t->coord(static_cast<DeviceId>(d), static_cast<int>(a)));
+    }
+  }
   // The torus's own links, one direction each: every route of one hop.
   const std::vector<int64_t> dims = t->dims();
   std::vector<LinkId> route;

@@ -20,7 +20,7 @@ namespace shardsim {
 namespace {
 
 struct VertexProps {
-  std::string node_id, kind, rank, transit;
+  std::string node_id, kind, rank, transit, coord;
 };
 struct EdgeProps {
   std::string bw, latency, link;
@@ -33,6 +33,7 @@ Graph read_boost(const std::string& text, const std::string& name, bool graphml)
   dp.property("kind", boost::get(&VertexProps::kind, g));
   dp.property("rank", boost::get(&VertexProps::rank, g));
   dp.property("transit", boost::get(&VertexProps::transit, g));
+  dp.property("coord", boost::get(&VertexProps::coord, g));
   dp.property("bw_GBps", boost::get(&EdgeProps::bw, g));
   dp.property("latency_ns", boost::get(&EdgeProps::latency, g));
   dp.property("link", boost::get(&EdgeProps::link, g));
@@ -110,8 +111,22 @@ FabricGraph convert(const Graph& bg, const std::string& name, bool graphml, bool
         throw InputError(name, where + "/transit", "expected true or false, got \"" + p.transit + "\"");
       }
       node.transit = p.transit == "true" || p.transit == "1";
-    } else if (!p.rank.empty()) {
-      throw InputError(name, where + "/rank", "a " + p.kind + " is not a device and has no rank");
+      // "x,y,z": non-negative integers.
+      for (size_t at = 0; !p.coord.empty() && at <= p.coord.size();) {
+        const size_t comma = std::min(p.coord.find(',', at), p.coord.size());
+        const std::string part = p.coord.substr(at, comma - at);
+        char* cend = nullptr;
+        const long long c = std::strtoll(part.c_str(), &cend, 10);
+        if (part.empty() || *cend != '\0' || c < 0 || c > (1 << 24) || node.coord.size() >= 6) {
+          throw InputError(name, where + "/coord",
+                           "expected up to 6 non-negative integers separated by commas, got \"" + p.coord + "\"");
+        }
+        node.coord.push_back(c);
+        at = comma + 1;
+      }
+    } else if (!p.rank.empty() || !p.coord.empty()) {
+      throw InputError(name, where + (p.rank.empty() ? "/coord" : "/rank"),
+                       "a " + p.kind + " is not a device and has no " + (p.rank.empty() ? "coord" : "rank"));
     }
   }
   size_t index = 0;
@@ -181,6 +196,12 @@ bool full_duplex(const FabricGraph& g) {
   return true;
 }
 
+std::string coord_text(const std::vector<int64_t>& c) {
+  std::string s;
+  for (size_t i = 0; i < c.size(); ++i) s += (i > 0 ? "," : "") + std::to_string(c[i]);
+  return s;
+}
+
 std::string fmt(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", x);
@@ -197,6 +218,7 @@ std::string fabric_graphml(const FabricGraph& g) {
       "  <key id=\"kind\" for=\"node\" attr.name=\"kind\" attr.type=\"string\"/>\n"
       "  <key id=\"rank\" for=\"node\" attr.name=\"rank\" attr.type=\"long\"/>\n"
       "  <key id=\"transit\" for=\"node\" attr.name=\"transit\" attr.type=\"boolean\"/>\n"
+      "  <key id=\"coord\" for=\"node\" attr.name=\"coord\" attr.type=\"string\"/>\n"
       "  <key id=\"bw\" for=\"edge\" attr.name=\"bw_GBps\" attr.type=\"double\"/>\n"
       "  <key id=\"lat\" for=\"edge\" attr.name=\"latency_ns\" attr.type=\"double\"/>\n"
       "  <key id=\"link\" for=\"edge\" attr.name=\"link\" attr.type=\"string\"/>\n";
@@ -207,6 +229,7 @@ std::string fabric_graphml(const FabricGraph& g) {
     if (n.device) {
       out += "<data key=\"rank\">" + std::to_string(n.rank) + "</data>";
       if (n.transit) out += "<data key=\"transit\">true</data>";
+      if (!n.coord.empty()) out += "<data key=\"coord\">" + coord_text(n.coord) + "</data>";
     }
     out += "</node>\n";
   }
@@ -227,6 +250,7 @@ std::string fabric_dot(const FabricGraph& g) {
     const auto& n = g.nodes[v];
     out += "  n" + std::to_string(v) + " [kind=\"" + n.kind + "\"";
     if (n.device) out += " rank=" + std::to_string(n.rank) + (n.transit ? " transit=true" : "");
+    if (!n.coord.empty()) out += " coord=\"" + coord_text(n.coord) + "\"";
     out += n.device ? " shape=box" : " shape=ellipse";
     out += "];\n";
   }

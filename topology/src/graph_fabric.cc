@@ -38,6 +38,21 @@ uint32_t cost(LinkKind k) {
   return k == LinkKind::kNvlink ? 1 : 2;
 }
 
+/// The grid a torus graph's coordinates index: mixed radix, x first.
+int64_t grid_index(const std::vector<int64_t>& c, const std::vector<int64_t>& dims) {
+  int64_t i = 0, stride = 1;
+  for (size_t a = 0; a < dims.size(); ++a) {
+    i += c[a] * stride;
+    stride *= dims[a];
+  }
+  return i;
+}
+
+/// Whether g has a link from node u to node v.
+bool linked(const std::vector<std::vector<uint32_t>>& out, uint32_t u, uint32_t v) {
+  return std::find(out[u].begin(), out[u].end(), v) != out[u].end();
+}
+
 class GraphFabric final : public Topology {
  public:
   explicit GraphFabric(const GraphFabricSpec& spec) : graph_(spec.graph), split_(spec.ecmp == Ecmp::kSplit) {
@@ -82,12 +97,27 @@ class GraphFabric final : public Topology {
       ++size[static_cast<size_t>(it->second)];
     }
     domain_size_ = size.empty() ? 1 : *std::max_element(size.begin(), size.end());
+    torus_ = graph_torus(g, "graph");
+    if (torus_.present()) {
+      int64_t cells = 1;
+      for (int64_t d : torus_.dims) cells *= d;
+      rank_at_.assign(static_cast<size_t>(cells), 0);
+      for (const FabricGraph::Node& node : g.nodes) {
+        if (node.device) rank_at_[static_cast<size_t>(grid_index(node.coord, torus_.dims))] = node.rank;
+      }
+    }
   }
 
   FabricKind kind() const override { return FabricKind::kGraph; }
   int64_t num_devices() const override { return devices_; }
   int64_t node_of(DeviceId d) const override { return domain_[d]; }
   int64_t gpus_per_node() const override { return domain_size_; }
+  /// A torus graph's axes (graph_torus): its collectives run per-axis rings.
+  std::vector<int64_t> dims() const override { return torus_.dims; }
+  std::vector<bool> wraparound() const override { return torus_.wraparound; }
+  int64_t coord(DeviceId d, int axis) const override {
+    return graph_->nodes[node_of_rank_[d]].coord[static_cast<size_t>(axis)];
+  }
 
   /// Routes are kept per (source, destination) once walked: the network
   /// asks for one per flow, and a step repeats its pairs.
@@ -102,7 +132,11 @@ class GraphFabric final : public Topology {
       }
     }
     const size_t first = out.size();
-    walk(src, dst, out);
+    if (torus_.present()) {
+      dimension_order(src, dst, out);
+    } else {
+      walk(src, dst, out);
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     routes_.try_emplace(key, out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
   }
@@ -140,6 +174,34 @@ class GraphFabric final : public Topology {
   }
 
  private:
+  /// A torus graph's route, as the built-in torus's: along x, then y, then
+  /// z, the shorter way around an axis that wraps (ties go +), one link to
+  /// the neighbour at each step.
+  void dimension_order(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const {
+    std::vector<int64_t> at = graph_->nodes[node_of_rank_[src]].coord;
+    const std::vector<int64_t>& to = graph_->nodes[node_of_rank_[dst]].coord;
+    uint32_t u = node_of_rank_[src];
+    for (size_t a = 0; a < at.size(); ++a) {
+      const int64_t n = torus_.dims[a];
+      if (at[a] == to[a]) continue;
+      int64_t dir = to[a] > at[a] ? +1 : -1;
+      int64_t hops = to[a] > at[a] ? to[a] - at[a] : at[a] - to[a];
+      if (torus_.wraparound[a]) {
+        const int64_t fwd = (to[a] - at[a] + n) % n;
+        dir = fwd <= n - fwd ? +1 : -1;
+        hops = dir > 0 ? fwd : n - fwd;
+      }
+      for (int64_t h = 0; h < hops; ++h) {
+        at[a] = (at[a] + dir + n) % n;
+        const uint32_t v = node_of_rank_[static_cast<size_t>(rank_at_[static_cast<size_t>(grid_index(at, torus_.dims))])];
+        const auto link = std::find_if(out_[u].begin(), out_[u].end(), [&](const auto& e) { return e.second == v; });
+        SHARDSIM_ASSERT(link != out_[u].end(), "a torus graph links every pair of neighbours (checked on load)");
+        out.push_back(link->first);
+        u = v;
+      }
+    }
+  }
+
   void walk(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const {
     const uint32_t d = node_of_rank_[dst];
     uint32_t u = node_of_rank_[src];
@@ -251,6 +313,8 @@ class GraphFabric final : public Topology {
 
   std::shared_ptr<const FabricGraph> graph_;
   bool split_ = false;
+  GraphTorus torus_;             ///< present: devices have coordinates; routes in dimension order
+  std::vector<int64_t> rank_at_;  ///< torus: the rank at each grid index
   std::vector<std::vector<std::pair<LinkId, uint32_t>>> out_, in_;
   std::vector<char> transit_;
   std::vector<uint32_t> node_of_rank_;
@@ -316,6 +380,84 @@ void check_fabric_graph(const FabricGraph& g, const std::string& name, int64_t d
       }
     }
   }
+  (void)graph_torus(g, name);  // a torus graph's rules
+}
+
+GraphTorus graph_torus(const FabricGraph& g, const std::string& name) {
+  GraphTorus t;
+  const FabricGraph::Node* first = nullptr;
+  for (const FabricGraph::Node& node : g.nodes) {
+    if (!node.device) continue;
+    if (first == nullptr) first = &node;
+    if (node.coord.empty() != first->coord.empty() || node.coord.size() != first->coord.size()) {
+      throw InputError(name, "/nodes/" + node.id + "/coord",
+                       "expected the " + std::to_string(first->coord.size()) + " coordinates every device of " +
+                           (first->coord.empty() ? "this graph lacks" : "a torus graph has") + " (" + first->id +
+                           "'s)");
+    }
+  }
+  if (first == nullptr || first->coord.empty()) return t;
+  for (const FabricGraph::Node& node : g.nodes) {
+    if (node.device && !node.transit) {
+      throw InputError(name, "/nodes/" + node.id + "/transit",
+                       "expected true: a torus graph's routes pass through its devices");
+    }
+  }
+  const size_t axes = first->coord.size();
+  t.dims.assign(axes, 1);
+  for (const FabricGraph::Node& node : g.nodes) {
+    for (size_t a = 0; node.device && a < axes; ++a) t.dims[a] = std::max(t.dims[a], node.coord[a] + 1);
+  }
+  int64_t cells = 1;
+  for (int64_t d : t.dims) cells *= d;
+  if (cells != g.devices()) {
+    throw InputError(name, "/nodes", "the devices' coordinates do not fill a grid: " + std::to_string(g.devices()) +
+                                         " devices, " + std::to_string(cells) + " cells");
+  }
+  std::vector<int64_t> node_at(static_cast<size_t>(cells), -1);
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    const FabricGraph::Node& node = g.nodes[v];
+    if (!node.device) continue;
+    int64_t& slot = node_at[static_cast<size_t>(grid_index(node.coord, t.dims))];
+    if (slot >= 0) {
+      throw InputError(name, "/nodes/" + node.id + "/coord",
+                       "the same coordinates as " + g.nodes[static_cast<size_t>(slot)].id);
+    }
+    slot = static_cast<int64_t>(v);
+  }
+  std::vector<std::vector<uint32_t>> out(g.nodes.size());
+  for (const auto& l : g.links) out[l.from].push_back(l.to);
+  t.wraparound.assign(axes, false);
+  for (size_t a = 0; a < axes; ++a) {
+    const int64_t n = t.dims[a];
+    int wraps = -1;  // unknown until the first line along the axis
+    for (size_t v = 0; v < g.nodes.size(); ++v) {
+      const FabricGraph::Node& node = g.nodes[v];
+      if (!node.device || n < 2) continue;
+      std::vector<int64_t> c = node.coord;
+      if (c[a] + 1 < n) {
+        ++c[a];
+        const auto w = static_cast<uint32_t>(node_at[static_cast<size_t>(grid_index(c, t.dims))]);
+        if (!linked(out, static_cast<uint32_t>(v), w) || !linked(out, w, static_cast<uint32_t>(v))) {
+          throw InputError(name, "/nodes/" + node.id,
+                           "a torus graph links each device both ways to its neighbour along every axis; none to " +
+                               g.nodes[w].id + " (axis " + std::to_string(a) + ")");
+        }
+      } else if (n > 2) {
+        // The line's last device: linked to its first both ways, or not at all.
+        c[a] = 0;
+        const auto w = static_cast<uint32_t>(node_at[static_cast<size_t>(grid_index(c, t.dims))]);
+        const bool here = linked(out, static_cast<uint32_t>(v), w) && linked(out, w, static_cast<uint32_t>(v));
+        if (wraps >= 0 && here != (wraps == 1)) {
+          throw InputError(name, "/nodes/" + node.id,
+                           "axis " + std::to_string(a) + " wraps around on some lines and not on others");
+        }
+        wraps = here ? 1 : 0;
+      }
+    }
+    t.wraparound[a] = wraps == 1;
+  }
+  return t;
 }
 
 std::unique_ptr<Topology> make_graph_fabric(const GraphFabricSpec& spec) {

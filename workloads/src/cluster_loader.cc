@@ -219,6 +219,12 @@ FatTreeSpec parse_graph_fabric(ObjectReader& r, const Json& j, const ChipSpec& c
   if (named != nullptr && *named == "dragonfly" && !with.contains("gpus_per_node")) with["gpus_per_node"] = 1;
   // A file's NVLink domains come from its links; no server size is assumed.
   if (j.contains("file") && !with.contains("gpus_per_node")) with["gpus_per_node"] = 1;
+  // A file's links carry their own rates: the fat tree's NIC rate only
+  // feeds the plan search's estimates, and a chip without one (a TPU) needs
+  // none.
+  if (j.contains("file") && !with.contains("nic_GBps_per_gpu") && !(chip.nic_per_gpu.value() > 0)) {
+    with["nic_GBps_per_gpu"] = 1;
+  }
   ObjectReader fr(with, r.file(), r.ptr());
   fr.string("kind");
   const bool has_file = fr.has("file");
@@ -263,12 +269,24 @@ FatTreeSpec parse_graph_fabric(ObjectReader& r, const Json& j, const ChipSpec& c
   fr.done();
   for (auto it = j.begin(); it != j.end(); ++it) r.has(it.key());  // checked by fr.done()
   check_fabric_graph(*graph, where, devices);
+  // A graph whose devices have coordinates is a torus (fabric_graph.h): it
+  // routes in dimension order, and its collectives cost what a torus's do.
+  if (graph_torus(*graph, where).present()) {
+    if (split) fr.fail("ecmp", "a torus graph (devices with coord) routes in dimension order: expected \"hash\"");
+    if (!fr.has("base_latency_us")) c.collective.base_latency = SimTime();
+    if (!fr.has("pipeline_chunk_bytes")) c.collective.pipeline_chunk = Bytes(0);
+  }
   c.graph.graph = graph;
   c.graph.ecmp = split ? Ecmp::kSplit : Ecmp::kHash;
   c.graph.efficiency[static_cast<size_t>(LinkKind::kIci)] = ici;
   c.graph.efficiency[static_cast<size_t>(LinkKind::kNvlink)] = f.nvlink_efficiency;
   c.graph.efficiency[static_cast<size_t>(LinkKind::kNic)] = f.nic_efficiency;
   c.graph.efficiency[static_cast<size_t>(LinkKind::kSwitch)] = f.nic_efficiency;
+  // A torus's DCN links (a multislice's last axis, written as nic links)
+  // carry the rate the torus runs them at.
+  if (graph_torus(*graph, where).present() && !fr.has("nic_efficiency")) {
+    c.graph.efficiency[static_cast<size_t>(LinkKind::kNic)] = 1;
+  }
   // For the plan search's estimates: the graph's NVLink domains and device
   // 0's NVLink and NIC line rates.
   f.gpus_per_node = make_graph_fabric(c.graph)->gpus_per_node();

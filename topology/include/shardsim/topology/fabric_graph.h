@@ -9,7 +9,8 @@
 // "nvswitch", is a switch), `rank` (a device's id in the cluster, 0..n-1;
 // the device order), `transit` (true: a device may forward others'
 // traffic, as NVLink forwarding in rail-only networks does; switches
-// always may). Edge attributes: `bw_GBps` (line rate per direction, GB/s),
+// always may), `coord` ("x,y,z": a device's place in a torus, every device
+// or none). Edge attributes: `bw_GBps` (line rate per direction, GB/s),
 // `latency_ns`, `link` ("nvlink", "nic", "switch" or "ici": which
 // efficiency applies and which what-if lever speeds it up). An undirected
 // edge is a full-duplex link (one link each way); a directed one is one way.
@@ -31,6 +32,7 @@ struct FabricGraph {
     int64_t rank = -1;     ///< devices: their id in the cluster
     bool transit = false;  ///< devices: may forward traffic (switches always do)
     std::string kind;      ///< as written ("gpu", "switch", ...)
+    std::vector<int64_t> coord;  ///< devices of a torus: their coordinates (else empty)
   };
   struct Link {  ///< one direction
     uint32_t from = 0, to = 0;
@@ -51,8 +53,24 @@ FabricGraph parse_fabric_graph(const std::string& text, const std::string& name)
 /// Checks what a fabric needs beyond the file's syntax: devices ranked
 /// 0..n-1 once each (n == `devices` when > 0), positive bandwidths, and
 /// every device reaching device 0 and reached from it through switches and
-/// transit devices. Throws InputError naming `name` and the offending node.
+/// transit devices; with coordinates, a torus (graph_torus). Throws
+/// InputError naming `name` and the offending node.
 void check_fabric_graph(const FabricGraph& g, const std::string& name, int64_t devices = 0);
+
+/// A graph whose devices carry coordinates is a torus: the coordinates fill
+/// a grid (dims: each axis's largest coordinate + 1), every device is linked
+/// both ways to its neighbours one step along each axis, and an axis of more
+/// than two wraps around where the ends of every line along it are linked so
+/// (all or none). Such a graph routes in dimension order as the built-in
+/// torus does, and collectives run per-axis rings over it.
+struct GraphTorus {
+  std::vector<int64_t> dims;
+  std::vector<bool> wraparound;
+  bool present() const { return !dims.empty(); }
+};
+/// The torus of `g` (empty dims: its devices have no coordinates). Throws
+/// InputError naming `name` and the node or line that breaks the rules.
+GraphTorus graph_torus(const FabricGraph& g, const std::string& name);
 
 /// The graph as GraphML / DOT text (full-duplex pairs as one undirected edge
 /// when every link has its reverse, else directed).
@@ -91,11 +109,10 @@ std::unique_ptr<Topology> make_graph_fabric(const GraphFabricSpec& spec);
 /// applied (they are the GraphFabricSpec's).
 FabricGraph fat_tree_graph(const FatTreeSpec& spec, int64_t devices);
 
-/// A torus (make_torus) as a graph of transit devices joined by their ICI
-/// links (and DCN links for a multislice's last axis), for export: a graph
-/// fabric routes it by shortest paths, not the torus's dimension order, and
-/// has no axes for the collectives' per-axis rings. Rates as the torus
-/// runs them (link efficiency applied).
+/// A torus (make_torus) as a graph of transit devices with coordinates,
+/// joined by their ICI links (and DCN links for a multislice's last axis):
+/// read back, it routes and runs collectives as the torus does. Rates as
+/// the torus runs them (link efficiency applied).
 FabricGraph torus_graph(const TorusSpec& spec);
 
 /// Rail-optimised planes without a shared spine: GPU r of every server is on
