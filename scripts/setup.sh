@@ -9,6 +9,7 @@ apt-get install -y -qq --no-install-recommends \
   nlohmann-json3-dev libboost-graph-dev libsimgrid-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libopenmpi-dev openmpi-bin libopenblas-dev \
+  libprotobuf-dev protobuf-compiler \
   clang clang-tidy libclang-rt-14-dev \
   python3 python3-dev python3-pybind11 python3-pytest python3-matplotlib python3-pandas >/dev/null
 # Headless Chromium renders the HTML report in its test; that test skips

@@ -48,6 +48,17 @@ uint32_t peer_of(const Mesh& mesh, uint32_t d, MeshAxis axis, int delta) {
   return static_cast<uint32_t>(static_cast<int64_t>(d) + (nc - c) * mesh.stride(axis));
 }
 
+/// A send's or receive's peer (named outright in per-rank programs).
+uint32_t peer_of(const Mesh& mesh, uint32_t d, const Op& o) {
+  return o.peer_device >= 0 ? static_cast<uint32_t>(o.peer_device) : peer_of(mesh, d, o.peer_axis, o.peer);
+}
+
+/// Its channel's lane, as the engine pairs them: the tag (per rank), or
+/// forward or not.
+uint32_t lane_of(const Op& o) {
+  return o.peer_device >= 0 ? o.tag : (o.pass == Pass::kForward ? 0u : 1u);
+}
+
 class PathBuilder {
  public:
   PathBuilder(const ProgramSet& ps, const Mesh& mesh, const Timeline& tl, TimelineClock clock, const MeshSymmetry& sym)
@@ -92,7 +103,10 @@ class PathBuilder {
     // run + the group's index.
     std::vector<std::vector<size_t>> first_run(ps_.stages.size());
     size_t runs = 0;
-    for (size_t p = 0; p < ps_.stages.size(); ++p) {
+    // Per rank: one run per collective instance.
+    CollectiveInstances instances;
+    if (ps_.per_rank()) instances = match_collectives(ps_);
+    for (size_t p = 0; p < ps_.stages.size() && !ps_.per_rank(); ++p) {
       const Program& prog = ps_.stages[p];
       first_run[p].assign(prog.size(), kNone);
       for (OpId op = 0; op < prog.size(); ++op) {
@@ -118,7 +132,9 @@ class PathBuilder {
       // waited for the last, and that wait is the last one's path, not the
       // collective's).
       end_[i] = s.start;
-      const size_t key = first_run[s.program][s.op] + static_cast<size_t>(mesh_.group_index(s.device, o.axes));
+      const size_t key = ps_.per_rank()
+                             ? static_cast<size_t>(instances.of[s.program][s.op])
+                             : first_run[s.program][s.op] + static_cast<size_t>(mesh_.group_index(s.device, o.axes));
       const auto [it, fresh] = run_vertex.try_emplace(key, end_.size());
       if (fresh) end_.push_back(SimTime());
       end_vertex_[i] = it->second;
@@ -138,7 +154,7 @@ class PathBuilder {
   }
 
   void add_edges() {
-    using Channel = std::tuple<uint32_t, uint32_t, bool>;  // sender, receiver, forward
+    using Channel = std::tuple<uint32_t, uint32_t, uint32_t>;  // sender, receiver, lane
     std::map<Channel, std::pair<std::vector<size_t>, std::vector<size_t>>> channels;
     for (size_t i = 0; i < tl_.spans.size(); ++i) {
       const TimelineSpan& s = tl_.spans[i];
@@ -151,11 +167,9 @@ class PathBuilder {
       const Op& o = p.op(s.op);
       if (o.kind == OpKind::kCollective) edge(i, end_vertex_[i]);
       if (o.kind == OpKind::kSend) {
-        channels[{s.device, peer_of(mesh_, s.device, o.peer_axis, o.peer), o.pass == Pass::kForward}].first.push_back(
-            i);
+        channels[{s.device, peer_of(mesh_, s.device, o), lane_of(o)}].first.push_back(i);
       } else if (o.kind == OpKind::kRecv) {
-        channels[{peer_of(mesh_, s.device, o.peer_axis, o.peer), s.device, o.pass == Pass::kForward}].second.push_back(
-            i);
+        channels[{peer_of(mesh_, s.device, o), s.device, lane_of(o)}].second.push_back(i);
       }
     }
     const auto& spans = tl_.spans;
@@ -166,11 +180,11 @@ class PathBuilder {
     for (auto& [channel, ends] : channels) {
       auto& [sends, recvs] = ends;
       if (!sends.empty() || recvs.empty()) continue;
-      const auto [sender, receiver, forward] = channel;
+      const auto [sender, receiver, lane] = channel;
       const auto canonical = static_cast<uint32_t>(sym_.canonical(mesh_, sender));
       if (canonical == sender) continue;
       const auto mirror =
-          channels.find({canonical, static_cast<uint32_t>(mesh_.translate(receiver, sender, canonical)), forward});
+          channels.find({canonical, static_cast<uint32_t>(mesh_.translate(receiver, sender, canonical)), lane});
       if (mirror == channels.end() || !mirror->second.second.empty()) continue;
       sends = std::move(mirror->second.first);
       mirror->second.first.clear();

@@ -1,6 +1,8 @@
 #include "shardsim/core/program.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
 
 #include "shardsim/core/error.h"
 
@@ -203,6 +205,72 @@ Program ProgramBuilder::finish() && {
     for (OpId d : p_.deps(i)) p_.succs_[fill[d]++] = i;
   }
   return std::move(p_);
+}
+
+}  // namespace shardsim
+
+namespace shardsim {
+
+CollectiveInstances match_collectives(const ProgramSet& ps) {
+  CollectiveInstances out;
+  out.of.resize(ps.stages.size());
+  // The device that runs each program (one, where it has collectives).
+  std::vector<int64_t> runner(ps.stages.size(), -1);
+  for (size_t d = 0; d < ps.program_of.size(); ++d) {
+    int64_t& r = runner[ps.program_of[d]];
+    r = r < 0 ? static_cast<int64_t>(d) : -2;  // -2: several devices
+  }
+  // Each device's place in each of its groups.
+  std::vector<std::unordered_map<uint32_t, size_t>> position(ps.groups.size());
+  for (size_t g = 0; g < ps.groups.size(); ++g) {
+    for (size_t i = 0; i < ps.groups[g].size(); ++i) position[g].emplace(ps.groups[g][i], i);
+  }
+  std::vector<std::vector<size_t>> instances(ps.groups.size());  // per group, its instances so far
+  std::vector<size_t> next(ps.groups.size());                    // per group, the running program's count
+  for (size_t p = 0; p < ps.stages.size(); ++p) {
+    const Program& prog = ps.stages[p];
+    out.of[p].assign(prog.size(), -1);
+    std::fill(next.begin(), next.end(), 0);
+    for (OpId op = 0; op < prog.size(); ++op) {
+      const Op& o = prog.op(op);
+      if (o.kind != OpKind::kCollective) continue;
+      if (o.group < 0 || static_cast<size_t>(o.group) >= ps.groups.size()) {
+        throw std::logic_error("a per-rank collective names no group");
+      }
+      if (runner[p] < 0) throw std::logic_error("a program with collectives is run by one device");
+      const auto g = static_cast<size_t>(o.group);
+      const auto at = position[g].find(static_cast<uint32_t>(runner[p]));
+      if (at == position[g].end()) throw std::logic_error("a device runs a collective of a group it is not in");
+      const size_t k = next[g]++;
+      if (k == instances[g].size()) {
+        instances[g].push_back(out.group.size());
+        out.group.push_back(static_cast<int32_t>(g));
+        out.first.push_back(out.ops.size());
+        out.ops.insert(out.ops.end(), ps.groups[g].size(), kNoOp);
+      }
+      const size_t inst = instances[g][k];
+      out.of[p][op] = static_cast<int64_t>(inst);
+      OpId& slot = out.ops[out.first[inst] + at->second];
+      if (slot != kNoOp) throw std::logic_error("a device meets one collective instance twice");
+      slot = op;
+    }
+  }
+  out.first.push_back(out.ops.size());
+  if (std::find(out.ops.begin(), out.ops.end(), kNoOp) != out.ops.end()) {
+    throw std::logic_error("the members of a group run different numbers of collectives on it");
+  }
+  // Members agree on what each instance is.
+  for (size_t inst = 0; inst + 1 < out.first.size(); ++inst) {
+    const auto& members = ps.groups[static_cast<size_t>(out.group[inst])];
+    const Op& a = ps.stages[ps.program_of[members[0]]].op(out.ops[out.first[inst]]);
+    for (size_t i = 1; i < members.size(); ++i) {
+      const Op& b = ps.stages[ps.program_of[members[i]]].op(out.ops[out.first[inst] + i]);
+      if (a.collective != b.collective || a.comm_bytes.value() != b.comm_bytes.value()) {
+        throw std::logic_error("the members of a collective instance disagree on its kind or size");
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace shardsim

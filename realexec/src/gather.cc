@@ -54,7 +54,7 @@ void gather_measured_run(const std::vector<double>& local_s, const std::vector<T
   r.step_times_s = slowest;
   r.trace_step = static_cast<int>(slowest.size()) - 1;
   for (size_t i = 0; i + 6 <= all.size(); i += 6) {
-    r.timeline.spans.push_back({static_cast<uint32_t>(all[i]), static_cast<uint16_t>(all[i + 1]),
+    r.timeline.spans.push_back({static_cast<uint32_t>(all[i]), static_cast<uint32_t>(all[i + 1]),
                                 static_cast<StreamId>(all[i + 2]), static_cast<OpId>(all[i + 3]),
                                 SimTime::from_ps(all[i + 4]), SimTime::from_ps(all[i + 5])});
   }

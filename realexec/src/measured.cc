@@ -44,7 +44,7 @@ MeasuredRun parse_measured_run(const std::string& text, const std::string& file)
     for (const Json& s : j.at("spans")) {
       TimelineSpan x;
       x.device = s.at(0).get<uint32_t>();
-      x.program = s.at(1).get<uint16_t>();
+      x.program = s.at(1).get<uint32_t>();
       x.stream = s.at(2).get<StreamId>();
       x.op = s.at(3).get<OpId>();
       x.start = SimTime::from_ps(s.at(4).get<int64_t>());

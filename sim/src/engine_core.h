@@ -61,6 +61,7 @@ struct CachedPlan {
 
 struct CollectiveRun {
   OpId op = 0;
+  int64_t instance = -1;  ///< per-rank programs: the instance (CollectiveInstances)
   const CachedPlan* cached = nullptr;
   size_t phase = 0;
   size_t pending = 0;
@@ -113,11 +114,11 @@ struct Transfer {
   DeviceId src = 0;
   DeviceId dst = 0;
   OpId send_op = 0;
-  Pass pass = Pass::kForward;
+  uint32_t lane = 0;  ///< of its channel (EngineCore::lane)
   SimTime start;
 };
 
-/// Receives of one (receiver, sender, pass) channel, matched in order with
+/// Receives of one (receiver, sender, lane) channel, matched in order with
 /// the sender's sends on it.
 struct Channel {
   uint32_t arrived = 0;      ///< transfers delivered before their receive was posted
@@ -140,11 +141,13 @@ class EngineCore {
  public:
   EngineCore(const ProgramSet& ps, const Mesh& mesh, const Topology& topo, const ChipSpec& chip,
              const EngineOptions& opt)
-      : ps_(ps), mesh_(mesh), topo_(topo), opt_(opt) {
+      : ps_(ps), mesh_(mesh), topo_(topo), opt_(opt), per_rank_(ps.per_rank()) {
     devices_ = static_cast<uint32_t>(mesh.devices());
     SHARDSIM_ASSERT(mesh.devices() == topo.num_devices(), "mesh and topology disagree on the device count");
-    SHARDSIM_ASSERT(static_cast<int64_t>(ps.stages.size()) == mesh.size(MeshAxis::kPp),
-                    "one program per pipeline stage");
+    SHARDSIM_ASSERT(per_rank_ ? ps.program_of.size() == devices_
+                              : static_cast<int64_t>(ps.stages.size()) == mesh.size(MeshAxis::kPp),
+                    "one program per pipeline stage, or one per device");
+    SHARDSIM_ASSERT(devices_ < (1u << 24), "channel keys hold 24-bit device ids");
     // Compute that starts while a collective or transfer of its device is in
     // flight runs on the SMs communication leaves (compute_model.h).
     // Kernels that hold a few SMs on purpose (Op::sms) leave more: one such
@@ -171,13 +174,25 @@ class EngineCore {
         const Op& o = p.op(i);
         SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
         info.dep_count[i] = static_cast<uint16_t>(p.deps(i).size());
-        if (o.kind == OpKind::kCompute) {
+        if (o.kind == OpKind::kCompute && o.recorded.ps() > 0) {
+          // A recorded duration (a trace's): as recorded, or, recorded
+          // alone, slowed beside communication as the model slows the op.
+          const double k = opt.compute_speedup[static_cast<size_t>(o.compute)];
+          info.duration[i] = sped_up(o.recorded, k);
+          const SimTime alone = compute_time(o, chip);
+          auto beside_time = [&](const ChipSpec& c) {
+            if (!o.recorded_alone || alone.ps() <= 0) return sped_up(o.recorded, k);
+            return sped_up(scaled(o.recorded, compute_time(o, c), alone), k);
+          };
+          if (contended) info.beside_comm[i] = beside_time(beside);
+          if (!info.beside_few.empty()) info.beside_few[i] = beside_time(beside_few);
+        } else if (o.kind == OpKind::kCompute) {
           const double k = opt.compute_speedup[static_cast<size_t>(o.compute)];
           info.duration[i] = sped_up(op_compute_time(o, chip, opt.calibration), k);
           if (contended) info.beside_comm[i] = sped_up(compute_time(o, beside), k);
           if (!info.beside_few.empty()) info.beside_few[i] = sped_up(compute_time(o, beside_few), k);
         }
-        if (o.kind == OpKind::kCollective) {
+        if (o.kind == OpKind::kCollective && !per_rank_) {
           SHARDSIM_ASSERT(!(o.axes & axis_bit(MeshAxis::kPp)), "collectives stay inside a pipeline stage");
         }
       }
@@ -205,9 +220,19 @@ class EngineCore {
     result_.symmetry = sym_.group;
     result_.symmetry_note = sym_.note;
     // An arrival counter per collective op and group that has a running
-    // member (of 16,384 devices, a few may run).
+    // member (of 16,384 devices, a few may run); per rank, one per
+    // collective instance.
     uint64_t slots = 0;
-    for (size_t st = 0; st < ps.stages.size(); ++st) {
+    if (per_rank_) {
+      instances_ = match_collectives(ps);
+      for (size_t st = 0; st < ps.stages.size(); ++st) {
+        for (OpId i = 0; i < ps.stages[st].size(); ++i) {
+          if (instances_.of[st][i] >= 0) info_[st].coll_slot[i] = static_cast<uint64_t>(instances_.of[st][i]);
+        }
+      }
+      slots = instances_.group.size();
+    }
+    for (size_t st = 0; st < ps.stages.size() && !per_rank_; ++st) {
       const Program& p = ps.stages[st];
       for (OpId i = 0; i < p.size(); ++i) {
         if (p.op(i).kind != OpKind::kCollective) continue;
@@ -221,7 +246,7 @@ class EngineCore {
     stage_of_.resize(devices_);
     rem_offset_.resize(devices_ + 1, 0);
     for (uint32_t d = 0; d < devices_; ++d) {
-      stage_of_[d] = static_cast<uint16_t>(mesh.coord(d, MeshAxis::kPp));
+      stage_of_[d] = per_rank_ ? ps.program_of[d] : static_cast<uint32_t>(mesh.coord(d, MeshAxis::kPp));
       rem_offset_[d + 1] = rem_offset_[d] + (active_[d] ? program(d).size() : 0);
     }
     remaining_.resize(rem_offset_[devices_]);
@@ -352,6 +377,13 @@ class EngineCore {
     return static_cast<uint32_t>(pool.size() - 1);
   }
 
+  /// t · num / den, rounded to the nearest picosecond (exact when num ==
+  /// den).
+  static SimTime scaled(SimTime t, SimTime num, SimTime den) {
+    const __int128 x = static_cast<__int128>(t.ps()) * num.ps();
+    return SimTime::from_ps(static_cast<int64_t>((x + den.ps() / 2) / den.ps()));
+  }
+
   /// A duration k times shorter (what-if speed-ups; k == 1 leaves it exact).
   static SimTime sped_up(SimTime t, double k) {
     if (k == 1) return t;
@@ -377,9 +409,18 @@ class EngineCore {
     const int64_t nc = ((c + delta) % n + n) % n;
     return static_cast<DeviceId>(static_cast<int64_t>(d) + (nc - c) * mesh_.stride(axis));
   }
-  static uint64_t channel_key(DeviceId receiver, DeviceId sender, Pass pass) {
-    return static_cast<uint64_t>(receiver) << 33 | static_cast<uint64_t>(sender) << 1 |
-           (pass == Pass::kForward ? 0u : 1u);
+  /// A send's or receive's peer: named outright (per rank), or steps
+  /// along a mesh axis.
+  DeviceId peer(DeviceId d, const Op& o) const {
+    return o.peer_device >= 0 ? static_cast<DeviceId>(o.peer_device) : peer_of(d, o.peer_axis, o.peer);
+  }
+  /// The lane of a transfer's channel: its tag (per rank), or forward or
+  /// not (a mesh's pipeline sends forward and back between one pair).
+  static uint32_t lane(const Op& o) {
+    return o.peer_device >= 0 ? o.tag : (o.pass == Pass::kForward ? 0u : 1u);
+  }
+  static uint64_t channel_key(DeviceId receiver, DeviceId sender, uint32_t lane) {
+    return static_cast<uint64_t>(receiver) << 40 | static_cast<uint64_t>(sender) << 16 | (lane & 0xffffu);
   }
 
   /// Compute beside communication (compute_model.h): when a device's
@@ -444,7 +485,7 @@ class EngineCore {
         send(d, op, o);
         return;
       case OpKind::kRecv: {
-        Channel& ch = channels_[channel_key(d, peer_of(d, o.peer_axis, o.peer), o.pass)];
+        Channel& ch = channels_[channel_key(d, peer(d, o), lane(o))];
         if (ch.arrived > 0) {
           --ch.arrived;
           end_op(d, op);
@@ -457,6 +498,13 @@ class EngineCore {
         break;
     }
     const ProgramInfo& info = info_[stage_of_[d]];
+    if (per_rank_) {
+      // Every member runs (no symmetry, no replica shortcut).
+      const uint64_t slot = info.coll_slot[op];
+      if (++arrivals_[slot] < ps_.groups[static_cast<size_t>(o.group)].size()) return;
+      launch(d, op);
+      return;
+    }
     const uint64_t slot =
         info.coll_slot[op] +
         static_cast<uint64_t>((*info.coll_groups[op])[static_cast<size_t>(mesh_.group_index(d, o.axes))]);
@@ -475,8 +523,8 @@ class EngineCore {
 
   void send(uint32_t d, OpId op, const Op& o) {
     const uint32_t id = acquire(transfers_, free_transfers_);
-    const DeviceId dst = peer_of(d, o.peer_axis, o.peer);
-    transfers_[id] = Transfer{d, dst, op, o.pass, now_};
+    const DeviceId dst = peer(d, o);
+    transfers_[id] = Transfer{d, dst, op, lane(o), now_};
     for (DeviceId x : {static_cast<DeviceId>(d), receiver_side(dst)}) {
       clocks_[x].advance(now_);
       ++clocks_[x].comm_active;
@@ -513,7 +561,7 @@ class EngineCore {
     // as the receiver was, ends now too.
     const auto from = symmetric_ ? static_cast<DeviceId>(mesh_.translate(tr.src, tr.dst, receiver)) : tr.src;
     if (!active_[receiver]) return;
-    Channel& ch = channels_[channel_key(receiver, from, tr.pass)];
+    Channel& ch = channels_[channel_key(receiver, from, tr.lane)];
     if (ch.waiting.empty()) {
       ++ch.arrived;
       return;
@@ -552,6 +600,10 @@ class EngineCore {
   void find_symmetry_if_asked(const ProgramSet& ps, const Topology& topo) {
     sym_.group = MeshSymmetry::none(mesh_);
     if (!opt_.symmetry) return;
+    if (per_rank_) {
+      sym_.note = "none (per-rank programs)";
+      return;
+    }
     if (!Backend::kWeighsLinks) {
       sym_.note = "none (this backend cannot lay a flow for its images)";
       return;
@@ -578,11 +630,20 @@ class EngineCore {
     CollectiveRun& r = runs_[id];
     r.op = op;
     const double k = stream_speedup(any_member, o);
-    const PlanKey key{static_cast<uint64_t>(o.comm_bytes.value()),
-                      static_cast<uint32_t>(mesh_.group_index(any_member, o.axes)), o.axes, o.collective, k};
+    // Per rank, the group is named (axes 0xff marks it: no mesh group has).
+    const PlanKey key{
+        static_cast<uint64_t>(o.comm_bytes.value()),
+        per_rank_ ? static_cast<uint32_t>(o.group) : static_cast<uint32_t>(mesh_.group_index(any_member, o.axes)),
+        per_rank_ ? static_cast<uint8_t>(0xff) : o.axes, o.collective, k};
+    r.instance = per_rank_ ? static_cast<int64_t>(info_[stage_of_[any_member]].coll_slot[op]) : -1;
     auto [it, fresh] = plans_.try_emplace(key);
     if (fresh) {
-      mesh_.group_members(any_member, o.axes, it->second.members);
+      if (per_rank_) {
+        const auto& g = ps_.groups[static_cast<size_t>(o.group)];
+        it->second.members.assign(g.begin(), g.end());
+      } else {
+        mesh_.group_members(any_member, o.axes, it->second.members);
+      }
       it->second.plan = plan_collective(o.collective, o.comm_bytes, it->second.members, topo_, opt_.collective);
       for (CollectivePhase& ph : it->second.plan.phases) {
         ph.latency = sped_up(ph.latency, k);
@@ -691,8 +752,15 @@ class EngineCore {
     const uint32_t id = owner & ~kP2pOwner;
     const OpId op = p2p ? transfers_[id].send_op : runs_[id].op;
     if (flows_traced_[src]) {
+      // Per rank, the flow belongs to its sender's own op of the instance.
+      OpId own = op;
+      if (!p2p && runs_[id].instance >= 0) {
+        const auto& members = runs_[id].cached->members;
+        const auto i = static_cast<size_t>(std::find(members.begin(), members.end(), src) - members.begin());
+        own = instances_.ops[instances_.first[static_cast<size_t>(runs_[id].instance)] + i];
+      }
       result_.timeline.flows.push_back(
-          TimelineFlow{src, dst, stage_of_[src], op, Bytes(static_cast<int64_t>(f.bytes)), f.start, now_});
+          TimelineFlow{src, dst, stage_of_[src], own, Bytes(static_cast<int64_t>(f.bytes)), f.start, now_});
     }
     result_.flow_byte_hops += f.bytes * f.hops;
     if (p2p) {
@@ -719,7 +787,11 @@ class EngineCore {
     // end_op may launch new collectives that reuse this slot; the cached
     // plan (and its member list) outlives it.
     const CachedPlan* cached = r.cached;
-    const Op& o = program(cached->members.front()).op(op);
+    // Per rank, each member meets the instance with its own op.
+    const OpId* member_ops =
+        r.instance >= 0 ? &instances_.ops[instances_.first[static_cast<size_t>(r.instance)]] : nullptr;
+    auto op_of = [&](size_t i) { return member_ops != nullptr ? member_ops[i] : op; };
+    const Op& o = program(cached->members.front()).op(op_of(0));
     for (DeviceId m : cached->members) {
       DeviceClock& c = clocks_[m];
       c.advance(now_);
@@ -729,10 +801,11 @@ class EngineCore {
     }
     free_runs_.push_back(id);
     const SimTime busy = now_ - r.start;
-    for (DeviceId m : cached->members) {
+    for (size_t i = 0; i < cached->members.size(); ++i) {
+      const DeviceId m = cached->members[i];
       if (!active_[m]) continue;
-      stream_busy_[m * streams_ + program(m).op(op).stream] += busy;
-      end_op(m, op);
+      stream_busy_[m * streams_ + program(m).op(op_of(i)).stream] += busy;
+      end_op(m, op_of(i));
     }
   }
 
@@ -792,7 +865,7 @@ class EngineCore {
     const double idle = (step - c.compute - c.comm_only).seconds();
     result_.breakdown.compute_s = c.compute.seconds();
     result_.breakdown.exposed_comm_s = c.comm_only.seconds();
-    (mesh_.size(MeshAxis::kPp) > 1 ? result_.breakdown.bubble_s : result_.breakdown.other_s) = idle;
+    (mesh_.size(MeshAxis::kPp) > 1 || ps_.pipelined ? result_.breakdown.bubble_s : result_.breakdown.other_s) = idle;
     result_.link_bytes = self().link_bytes();
     for (uint32_t d = 0; d < devices_; ++d) result_.active_devices += active_[d];
     for (size_t k = 0; k < kComputeKinds; ++k) {
@@ -810,9 +883,11 @@ class EngineCore {
   const Mesh& mesh_;
   const Topology& topo_;
   const EngineOptions& opt_;
+  bool per_rank_ = false;          ///< ps_.per_rank(): programs per device, groups and peers named
+  CollectiveInstances instances_;  ///< per rank: which collective ops meet
   uint32_t devices_ = 0;
   std::vector<ProgramInfo> info_;
-  std::vector<uint16_t> stage_of_;
+  std::vector<uint32_t> stage_of_;
   std::vector<size_t> rem_offset_;
   std::vector<uint32_t> arrivals_;
   std::unordered_map<uint8_t, std::pair<std::vector<int32_t>, int64_t>> running_groups_;  ///< by axes

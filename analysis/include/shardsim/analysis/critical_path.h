@@ -24,7 +24,7 @@ namespace shardsim {
 /// end, a transfer from its send to its arrival.
 struct PathOp {
   uint32_t device = 0;   ///< for a collective, the member that arrived last
-  uint16_t program = 0;  ///< index into ProgramSet::stages
+  uint32_t program = 0;  ///< index into ProgramSet::stages
   OpId op = 0;
   SimTime start;
   SimTime end;

@@ -105,6 +105,24 @@ struct Op {
   /// Device memory the op holds only while it runs (its working set); what
   /// outlives an op is a MemoryEvent of its program.
   Bytes mem_transient{0};
+
+  // Per-rank programs (ProgramSet::per_rank(): an imported trace, or a
+  // step written out rank by rank) name their peers and groups outright.
+  /// Collectives: the group, an index into ProgramSet::groups (-1: the
+  /// group of `axes` on the mesh).
+  int32_t group = -1;
+  /// Send / recv: the peer device (-1: `peer` steps along `peer_axis`).
+  int32_t peer_device = -1;
+  /// Send / recv with peer_device: the channel (a trace's comm_tag): the
+  /// k-th send on (sender, receiver, tag) meets the k-th receive on it.
+  uint16_t tag = 0;
+  /// Compute: a recorded duration (a trace's) the op takes instead of its
+  /// compute model time; zero for none.
+  SimTime recorded{};
+  /// With `recorded`: it is the op's time alone (shardsim's own export),
+  /// so beside communication it slows as the compute model says; false (a
+  /// measured duration) keeps it as recorded.
+  bool recorded_alone = false;
 };
 
 /// What a memory event holds.
@@ -162,13 +180,38 @@ class Program {
   std::vector<MemoryEvent> memory_;
 };
 
-/// Builds a Program. add() makes each op depend on the previous op of its
-/// stream, so streams run their ops in order.
 /// The programs of one step: one per pipeline stage; every device of a stage
-/// runs its stage's program (SPMD).
+/// runs its stage's program (SPMD). Or per rank (an imported trace, a step
+/// written out rank by rank): device d runs stages[program_of[d]], its
+/// collectives name groups of `groups` and its transfers their peers.
 struct ProgramSet {
   std::vector<Program> stages;
+  /// Per rank: the program each device runs (empty: its pipeline stage's).
+  std::vector<uint32_t> program_of;
+  /// Per rank: the communicator groups collectives name (Op::group), each
+  /// its member devices in ring order.
+  std::vector<std::vector<uint32_t>> groups;
+  /// Per rank: a device's idle time is pipeline bubble (a trace of a
+  /// pipelined step), not waiting.
+  bool pipelined = false;
+  bool per_rank() const { return !program_of.empty(); }
 };
+
+/// Which collective ops of per-rank programs meet: the k-th collective (in
+/// op order) on group g of each member's program is the group's k-th
+/// instance. A program with collectives is run by one device.
+struct CollectiveInstances {
+  std::vector<std::vector<int64_t>> of;  ///< [program][op]: its instance, -1 for other ops
+  std::vector<int32_t> group;            ///< per instance: its group
+  std::vector<size_t> first;             ///< per instance: where its members' ops start in `ops` (one past: size)
+  std::vector<OpId> ops;                 ///< per instance, per member (in group order): the member's op
+};
+/// Throws std::logic_error where members disagree (a count, a kind or a
+/// size); importers check traces for that first, with the trace's words.
+CollectiveInstances match_collectives(const ProgramSet& ps);
+
+/// Builds a Program. add() makes each op depend on the previous op of its
+/// stream, so streams run their ops in order.
 
 class ProgramBuilder {
  public:

@@ -14,7 +14,7 @@ namespace shardsim {
 /// One op executed on one device's stream.
 struct TimelineSpan {
   uint32_t device = 0;
-  uint16_t program = 0;  ///< index into ProgramSet::stages of the device's program
+  uint32_t program = 0;  ///< index into ProgramSet::stages of the device's program
   StreamId stream = 0;
   OpId op = 0;
   SimTime start;
@@ -25,7 +25,7 @@ struct TimelineSpan {
 struct TimelineFlow {
   uint32_t src = 0;
   uint32_t dst = 0;
-  uint16_t program = 0;  ///< program of `src`, where `op` lives
+  uint32_t program = 0;  ///< program of `src`, where `op` lives
   OpId op = 0;
   Bytes bytes{0};
   SimTime start;
