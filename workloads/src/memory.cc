@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "layer_graph.h"
 #include "loss_memory.h"
@@ -56,6 +57,24 @@ LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer, bool
   return {g.bytes(rp.kept & ~rp.offloaded), g.bytes(rp.recomputed & rp.needed & ~rp.kept)};
 }
 
+/// Each layer kind's memory, [moe layer][the policy applies], built on first
+/// use and once per plan: a layer graph and its recomputation plan cost more
+/// than everything else the search's memory filter does per stage.
+class LayerMemoryTable {
+ public:
+  LayerMemoryTable(const ModelSpec& m, const Plan& p) : m_(m), p_(p) {}
+  const LayerMemory& get(bool moe_layer, bool policy) {
+    std::optional<LayerMemory>& slot = mem_[moe_layer ? 1 : 0][policy ? 1 : 0];
+    if (!slot) slot = layer_memory(m_, p_, moe_layer, policy);
+    return *slot;
+  }
+
+ private:
+  const ModelSpec& m_;
+  const Plan& p_;
+  std::optional<LayerMemory> mem_[2][2];
+};
+
 /// What one pipeline stage holds before activations: its parameters and
 /// the chunks' per-microbatch activation bytes.
 struct StageShape {
@@ -65,14 +84,10 @@ struct StageShape {
   std::vector<int64_t> chunk_act;
   int64_t recompute_extra = 0;
 };
-StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, int64_t stage) {
+StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, LayerMemoryTable& mem, int64_t stage) {
   const ModelSpec& m = s.model;
   const Plan& p = s.plan;
   const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.expert_tp);
-  // [moe layer][the policy applies]
-  const LayerMemory mem[2][2] = {{layer_memory(m, p, false, false), layer_memory(m, p, false)},
-                                 {m.is_moe() ? layer_memory(m, p, true, false) : LayerMemory{},
-                                  m.is_moe() ? layer_memory(m, p, true) : LayerMemory{}}};
   StageShape st;
   for (int64_t c = 0; c < p.virtual_stages; ++c) {
     const int64_t g = c * p.pp + stage;
@@ -80,7 +95,7 @@ StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, int64_t sta
     for (int64_t i = 0; i < layout.count[static_cast<size_t>(g)]; ++i) {
       const int64_t l = layout.first[static_cast<size_t>(g)] + i;
       const bool moe_layer = m.is_moe_layer(l);
-      const LayerMemory& lm = mem[moe_layer ? 1 : 0][detail::recompute_applies(p, l, i) ? 1 : 0];
+      const LayerMemory& lm = mem.get(moe_layer, detail::recompute_applies(p, l, i));
       st.params += moe_layer ? dp.moe_layer_replicated : dp.dense_layer;
       st.expert_params += moe_layer ? dp.moe_layer_experts : 0;
       st.layer_params += moe_layer ? dp.moe_layer_replicated + dp.moe_layer_experts : dp.dense_layer;
@@ -238,9 +253,10 @@ MemoryReport training_memory(const Scenario& s) {
   const int64_t v = padded_vocab(m, p.tp) / p.tp;
   const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.expert_tp);
   const bool fsdp = p.zero == 3 && (p.zero == 3 && p.fsdp_shard_size > 0 ? p.fsdp_shard_size : p.dp) * p.cp > 1;
+  LayerMemoryTable mem(m, p);
   MemoryReport best;
   for (int64_t stage = 0; stage < p.pp; ++stage) {
-    const StageShape st = stage_shape(s, layout, stage);
+    const StageShape st = stage_shape(s, layout, mem, stage);
     MemoryReport r = resident(s, st);
     r.components.push_back({"activations", peak_in_flight_bytes(p, stage, st.chunk_act) + st.recompute_extra});
     // The head keeps the final norm's input and output and what the loss
@@ -267,10 +283,11 @@ MemoryReport training_memory(const Scenario& s) {
 
 MemoryReport training_memory(const Scenario& s, const ProgramSet& programs) {
   const ChunkLayout layout = chunk_layout(s.model, s.plan);
+  LayerMemoryTable mem(s.model, s.plan);
   MemoryReport best;
   for (int64_t stage = 0; stage < s.plan.pp; ++stage) {
     const ProgramMemory w = walk_program_memory(programs.stages[static_cast<size_t>(stage)]);
-    MemoryReport r = resident(s, stage_shape(s, layout, stage));
+    MemoryReport r = resident(s, stage_shape(s, layout, mem, stage));
     r.components.push_back({"activations", w.activations});
     r.components.push_back({"logits", w.head});
     r.components.push_back({"gathered_params", w.gathered_params});
