@@ -14,7 +14,7 @@ namespace shardsim::cli {
 int cmd_simulate(const std::vector<std::string>& args) {
   std::string file, trace_file, trace_list = "0";
   std::vector<Override> sets;
-  bool json = false, trace_devices_given = false;
+  bool json = false, trace_devices_given = false, retime = false;
   SimulateOptions opt;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -53,13 +53,21 @@ int cmd_simulate(const std::vector<std::string>& args) {
     } else if (a == "--trace-devices") {
       trace_list = take_value(args, i);
       trace_devices_given = true;
+    } else if (a == "--retime") {
+      retime = true;
     } else {
       take_scenario_file("simulate", a, file);
     }
   }
   if (file.empty()) throw UsageError("simulate: expected a scenario file (shardsim --help)");
   if (trace_devices_given && trace_file.empty()) throw UsageError("--trace-devices: needs --trace FILE");
-  const Scenario s = load_scenario(file, sets);
+  file = trace_scenario_file(file);
+  Scenario s = load_scenario(file, sets);
+  if (retime) {
+    if (!s.workload.present) throw UsageError("--retime: the scenario's workload is not a trace");
+    sets.push_back(Override{"workload.retime", "true"});
+    s = load_scenario(file, sets);
+  }
   if (!trace_file.empty()) opt.trace_devices = parse_device_list("--trace-devices", trace_list, s.cluster.devices);
   const StepRun run = simulate_step(s, opt);
   if (!trace_file.empty()) write_step_trace(trace_file, run);

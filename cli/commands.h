@@ -32,6 +32,8 @@ int cmd_report(const std::vector<std::string>& args);
 int cmd_serve(const std::vector<std::string>& args);
 int cmd_whatif(const std::vector<std::string>& args);
 int cmd_topology(const std::vector<std::string>& args);
+int cmd_export(const std::vector<std::string>& args);
+int cmd_chakra(const std::vector<std::string>& args);
 extern const char* const kUsage;
 
 }  // namespace shardsim::cli

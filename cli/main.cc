@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
     if (cmd == "serve") return cli::cmd_serve(args);
     if (cmd == "whatif") return cli::cmd_whatif(args);
     if (cmd == "topology") return cli::cmd_topology(args);
+    if (cmd == "export") return cli::cmd_export(args);
+    if (cmd == "chakra") return cli::cmd_chakra(args);
     throw cli::UsageError("unknown command \"" + cmd + "\" (try shardsim --help)");
   } catch (const cli::AlreadyReported& e) {
     return e.status;

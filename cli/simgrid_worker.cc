@@ -3,7 +3,7 @@
 // per process, so the shardsim CLI starts one worker per simulation
 // (app/src/simgrid_client.cc); lowering is deterministic, so the worker
 // re-lowers the scenario it is handed (the caller's Scenario::json, in a
-// file) instead of receiving the Program.
+// file) instead of receiving the Program, or reads its trace workload.
 //
 //   shardsim-simgrid-worker SCENARIO_JSON [--name NAME] [--trace-devices LIST]
 //                           [--replica-shortcut on|off] [--all-spans]
@@ -16,10 +16,10 @@
 
 #include "args.h"
 #include "shardsim/app/step.h"
+#include "shardsim/app/workload.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/result_codec.h"
 #include "shardsim/sim/simgrid_engine.h"
-#include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/scenario.h"
 
 int main(int argc, char** argv) {
@@ -55,14 +55,19 @@ int main(int argc, char** argv) {
     const std::vector<uint32_t> traced = trace_list.empty()
                                              ? std::vector<uint32_t>{}
                                              : cli::parse_device_list("--trace-devices", trace_list, s.cluster.devices);
-    const ProgramSet programs = lower_step(s);
+    // The step's programs: lowered, or read from its trace workload.
+    const StepPrograms sp = step_programs(s);
     const auto topo = build_topology(s.cluster);
-    const Mesh mesh = build_mesh(s.plan);
     SimgridOptions sg;
     sg.lv08 = s.simulator.simgrid_model == SimulatorSpec::SimgridModel::kLv08;
     EngineOptions opt = step_engine_options(s, traced, shortcut);
     opt.spans_of_every_device = all_spans;
-    const EngineResult r = simulate_simgrid(programs, mesh, *topo, s.cluster.chip, opt, sg);
+    EngineResult r;
+    try {
+      r = simulate_simgrid(sp.programs, sp.mesh, *topo, s.cluster.chip, opt, sg);
+    } catch (const Deadlock& d) {
+      throw deadlock_error(s, sp, d);
+    }
     const std::string bytes = encode_engine_result(r);
     if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
       std::fprintf(stderr, "shardsim-simgrid-worker: cannot write the result\n");

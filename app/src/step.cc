@@ -6,6 +6,7 @@
 
 #include "output.h"
 #include "shardsim/analysis/critical_path.h"
+#include "shardsim/app/workload.h"
 #include "shardsim/core/error.h"
 #include "shardsim/sim/compute_model.h"
 #include "shardsim/sim/engine.h"
@@ -25,13 +26,15 @@ void check_step_fits_in_time(const Scenario& s, const ProgramSet& programs) {
   for (const Program& p : programs.stages) {
     double ps = 0;
     for (const Op& o : p.ops()) {
-      if (o.kind == OpKind::kCompute) {
+      if (o.kind == OpKind::kCompute && o.timing != OpTiming::kModel) {
+        ps += static_cast<double>(o.recorded.ps());
+      } else if (o.kind == OpKind::kCompute) {
         ps += static_cast<double>(compute_time(o, s.cluster.chip).ps());
       } else {
         ps += static_cast<double>(o.comm_bytes.value()) / 1e9 * 1e12;
       }
       if (ps > kLimitPs) {
-        throw InputError(s.file, "/plan",
+        throw InputError(s.workload.present ? s.workload.dir : s.file, s.workload.present ? "" : "/plan",
                          "one step would take more than 13 simulated days on a device; shrink the batch, the "
                          "sequence or the model");
       }
@@ -79,11 +82,17 @@ namespace {
 /// Throws InputError when simulator.speedup names a stream ("stream:NAME")
 /// that the step's programs do not have.
 void check_speedup_streams(const Scenario& s, const ProgramSet& programs) {
+  // The streams of every program (per-rank programs may differ).
+  std::vector<std::string> streams;
+  for (const Program& p : programs.stages) {
+    for (const std::string& st : p.stream_names()) {
+      if (st != "compute" && std::find(streams.begin(), streams.end(), st) == streams.end()) streams.push_back(st);
+    }
+  }
   for (const auto& [name, k] : s.simulator.speedup.stream) {
     std::string names;
     bool found = false;
-    for (const std::string& st : programs.stages.front().stream_names()) {
-      if (st == "compute") continue;
+    for (const std::string& st : streams) {
       found = found || st == name;
       names += (names.empty() ? "" : ", ") + st;
     }
@@ -120,11 +129,12 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
                           const Simulator& simulator, const std::string& backend, CriticalPathMode critical_path) {
   const auto t0 = std::chrono::steady_clock::now();
   StepRun run;
-  run.programs = lower_step(s);
+  StepPrograms sp = step_programs(s);
+  run.programs = std::move(sp.programs);
   check_step_fits_in_time(s, run.programs);
   check_speedup_streams(s, run.programs);
   const auto topo = build_topology(s.cluster);
-  const Mesh mesh = build_mesh(s.plan);
+  const Mesh& mesh = sp.mesh;
   EngineOptions opt = step_engine_options(s, trace_devices, replica_shortcut);
   // The critical path needs every running device's op instances recorded;
   // auto stops at kCriticalPathAutoOps of them. The native engine knows how
@@ -140,8 +150,14 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   }
   opt.spans_of_every_device = critical_path != CriticalPathMode::kOff;
   if (critical_path == CriticalPathMode::kAuto) opt.span_instance_limit = kCriticalPathAutoOps;
-  EngineResult er = simulator ? simulator(run.programs, mesh, *topo, s.cluster.chip, opt)
-                              : simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
+  EngineResult er;
+  try {
+    er = simulator ? simulator(run.programs, mesh, *topo, s.cluster.chip, opt)
+                   : simulate(run.programs, mesh, *topo, s.cluster.chip, opt);
+  } catch (const Deadlock& d) {
+    sp.programs = std::move(run.programs);
+    throw deadlock_error(s, sp, d);
+  }
   if (er.spans_over_limit) instances = er.op_instances;
   if (instances > kCriticalPathAutoOps) {
     detail::appendf(run.report.critical_path.skipped,
@@ -164,44 +180,56 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.scenario = s.file;
   r.config_hash = s.config_hash;
   r.version = SHARDSIM_VERSION;
-  r.model = s.model.name;
+  const chakra::Trace* trace = sp.trace.get();
+  r.model = trace != nullptr && !trace->meta.empty() && !trace->meta.front().model.empty() ? trace->meta.front().model
+                                                                                           : s.model.name;
+  if (trace != nullptr) {
+    detail::appendf(r.workload, "chakra trace %s: %lld ranks, %lld nodes, schema %s", s.workload.dir.c_str(),
+                    static_cast<long long>(trace->ranks), static_cast<long long>(trace->nodes),
+                    trace->producer.c_str());
+  }
   r.chip = s.cluster.chip.name;
   r.devices = s.cluster.devices;
   r.step_time_s = er.step_time.seconds();
-  // Model and executed FLOPs: every device of a stage runs its stage's
-  // program, so the step's totals are the per-stage sums times the devices
-  // per stage.
+  // Model and executed FLOPs: each program's sums times the devices that
+  // run it (every device of a stage runs its stage's program; per rank,
+  // one).
+  std::vector<double> runners(run.programs.stages.size(), static_cast<double>(s.cluster.devices / s.plan.pp));
+  if (run.programs.per_rank()) {
+    std::fill(runners.begin(), runners.end(), 0.0);
+    for (uint32_t p : run.programs.program_of) runners[p] += 1;
+  }
   double model = 0, executed = 0;
   size_t max_ops = 0;
-  for (const Program& p : run.programs.stages) {
+  for (size_t i = 0; i < run.programs.stages.size(); ++i) {
+    const Program& p = run.programs.stages[i];
     max_ops = std::max(max_ops, p.size());
     for (const Op& o : p.ops()) {
-      model += o.model_flops.value();
+      model += o.model_flops.value() * runners[i];
       if (o.kind == OpKind::kCompute && (o.compute == ComputeKind::kMatmul || o.compute == ComputeKind::kAttention)) {
-        executed += o.flops.value();
+        executed += o.flops.value() * runners[i];
       }
     }
   }
   const double devices = static_cast<double>(s.cluster.devices);
-  const double per_stage = devices / static_cast<double>(s.plan.pp);
-  r.model_flops_per_step = model * per_stage;
+  r.model_flops_per_step = model;
   const double peak = s.cluster.chip.bf16_peak.value();
   // MFU (Chowdhery et al. 2022, PaLM, appendix B): model FLOPs per second over
   // the aggregate dense bf16 peak. HFU counts executed matmul and attention
   // FLOPs instead (they differ by recomputation and replicated KV heads).
   r.mfu = r.step_time_s > 0 ? r.model_flops_per_step / (r.step_time_s * devices * peak) : 0;
-  r.hfu = r.step_time_s > 0 ? executed * per_stage / (r.step_time_s * devices * peak) : 0;
+  r.hfu = r.step_time_s > 0 ? executed / (r.step_time_s * devices * peak) : 0;
   r.model_tflops_per_device = r.step_time_s > 0 ? r.model_flops_per_step / devices / r.step_time_s / 1e12 : 0;
-  r.hardware_tflops_per_device = r.step_time_s > 0 ? executed * per_stage / devices / r.step_time_s / 1e12 : 0;
-  // A decode step makes one token per sequence; training and prefill
-  // process every token of every sequence.
-  r.tokens_per_step = s.plan.phase == Phase::kDecode ? s.plan.global_batch : s.plan.global_batch * s.plan.seq_len;
+  r.hardware_tflops_per_device = r.step_time_s > 0 ? executed / devices / r.step_time_s / 1e12 : 0;
+  r.tokens_per_step =
+      trace != nullptr ? (trace->meta.empty() ? 0 : trace->meta.front().tokens_per_step) : s.plan.tokens_per_step();
   r.tokens_per_s = r.step_time_s > 0 ? static_cast<double>(r.tokens_per_step) / r.step_time_s : 0;
   r.breakdown = er.breakdown;
   r.critical_device = er.critical_device;
   r.compute_by_kind_s = er.compute_by_kind_s;
   r.comm_busy_by_stream_s = er.comm_busy_by_stream_s;
-  r.memory = step_memory(s, &run.programs);
+  r.memory = trace != nullptr ? trace_memory(*trace, run.programs, s.cluster.chip.hbm_capacity.value())
+                              : step_memory(s, &run.programs);
   r.binding = binding_constraint(r);
   r.sim.events = er.events;
   r.sim.flows = er.flows;
@@ -255,12 +283,17 @@ std::string gib_text(int64_t b) {
 std::string step_summary_text(const Scenario& s, const StepReport& r) {
   std::string o;
   const Plan& p = s.plan;
-  detail::appendf(
-      o, "%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
-      r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
-      static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.cp), p.zero,
-      p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
-      static_cast<long long>(p.microbatch_size), static_cast<long long>(p.seq_len));
+  if (!r.workload.empty()) {
+    detail::appendf(o, "%s on %lld x %s%s\n", r.workload.c_str(), static_cast<long long>(r.devices), r.chip.c_str(),
+                    s.workload.retime ? " (compute retimed)" : "");
+  } else {
+    detail::appendf(
+        o, "%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
+        r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
+        static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.cp), p.zero,
+        p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
+        static_cast<long long>(p.microbatch_size), static_cast<long long>(p.seq_len));
+  }
   detail::appendf(o, "  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);
   detail::appendf(o, "  MFU                %.1f %%    (HFU %.1f %%; per device %.1f model, %.1f hardware TFLOP/s)\n",
                   100 * r.mfu, 100 * r.hfu, r.model_tflops_per_device, r.hardware_tflops_per_device);
@@ -281,8 +314,12 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   detail::appendf(o, "  device %lld comm     %s (busy, overlapping)\n", static_cast<long long>(r.critical_device),
                   list(r.comm_busy_by_stream_s).c_str());
   o += detail::critical_path_line(r.critical_path);
-  detail::appendf(o, "  memory per device  %s of %s: %s\n", gib_text(r.memory.peak_bytes_per_device).c_str(),
-                  gib_text(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
+  if (!r.memory.known) {
+    o += "  memory per device  unknown (the trace records no memory)\n";
+  } else {
+    detail::appendf(o, "  memory per device  %s of %s: %s\n", gib_text(r.memory.peak_bytes_per_device).c_str(),
+                    gib_text(r.memory.capacity_bytes).c_str(), r.memory.fits ? "fits" : "DOES NOT FIT");
+  }
   if (!r.memory.peak_at.empty()) detail::appendf(o, "    peak at %s\n", r.memory.peak_at.c_str());
   if (!r.memory.fits) {
     auto comps = r.memory.components;

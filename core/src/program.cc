@@ -141,12 +141,9 @@ StreamId ProgramBuilder::add_stream(std::string name) {
 }
 
 uint32_t ProgramBuilder::intern(std::string_view name) {
-  auto& names = p_.names_;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<uint32_t>(i);
-  }
-  names.emplace_back(name);
-  return static_cast<uint32_t>(names.size() - 1);
+  const auto [it, fresh] = name_index_.try_emplace(std::string(name), static_cast<uint32_t>(p_.names_.size()));
+  if (fresh) p_.names_.emplace_back(name);
+  return it->second;
 }
 
 OpId ProgramBuilder::add(Op op, std::initializer_list<OpId> deps) {

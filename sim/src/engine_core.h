@@ -174,14 +174,14 @@ class EngineCore {
         const Op& o = p.op(i);
         SHARDSIM_ASSERT(p.deps(i).size() < 65536, "too many dependencies");
         info.dep_count[i] = static_cast<uint16_t>(p.deps(i).size());
-        if (o.kind == OpKind::kCompute && o.recorded.ps() > 0) {
+        if (o.kind == OpKind::kCompute && o.timing != OpTiming::kModel) {
           // A recorded duration (a trace's): as recorded, or, recorded
           // alone, slowed beside communication as the model slows the op.
           const double k = opt.compute_speedup[static_cast<size_t>(o.compute)];
           info.duration[i] = sped_up(o.recorded, k);
           const SimTime alone = compute_time(o, chip);
           auto beside_time = [&](const ChipSpec& c) {
-            if (!o.recorded_alone || alone.ps() <= 0) return sped_up(o.recorded, k);
+            if (o.timing != OpTiming::kAlone || alone.ps() <= 0) return sped_up(o.recorded, k);
             return sped_up(scaled(o.recorded, compute_time(o, c), alone), k);
           };
           if (contended) info.beside_comm[i] = beside_time(beside);
@@ -600,10 +600,7 @@ class EngineCore {
   void find_symmetry_if_asked(const ProgramSet& ps, const Topology& topo) {
     sym_.group = MeshSymmetry::none(mesh_);
     if (!opt_.symmetry) return;
-    if (per_rank_) {
-      sym_.note = "none (per-rank programs)";
-      return;
-    }
+    if (per_rank_) return;  // per-rank programs: every device its own
     if (!Backend::kWeighsLinks) {
       sym_.note = "none (this backend cannot lay a flow for its images)";
       return;
@@ -844,6 +841,9 @@ class EngineCore {
     }
     for (uint32_t d = 0; d < devices_; ++d) {
       for (size_t i = rem_offset_[d]; i < rem_offset_[d + 1]; ++i) {
+        // Per-rank programs come from traces, which may wait on each other
+        // in a circle (a user's input); lowered steps never do.
+        if (remaining_[i] != 0 && per_rank_) throw Deadlock(d, static_cast<uint32_t>(i - rem_offset_[d]));
         SHARDSIM_ASSERT(remaining_[i] == 0, "an op never ran: deadlock");
       }
     }
@@ -856,6 +856,7 @@ class EngineCore {
                     "bytes over links differ from bytes sent times hops");
 #endif
     for (const auto& [key, ch] : channels_) {
+      if (per_rank_ && !ch.waiting.empty()) throw Deadlock(static_cast<uint32_t>(key >> 40), ch.waiting.front());
       SHARDSIM_ASSERT(ch.arrived == 0 && ch.waiting.empty(), "a pipeline send and receive did not pair up");
     }
     DeviceClock& c = clocks_[crit];

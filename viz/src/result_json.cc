@@ -41,6 +41,7 @@ std::string step_report_json(const StepReport& r) {
   j["scenario_hash"] = r.config_hash;
   j["shardsim_version"] = r.version;
   j["model"] = r.model;
+  if (!r.workload.empty()) j["workload"] = r.workload;
   j["chip"] = r.chip;
   j["devices"] = r.devices;
   j["step_time_s"] = r.step_time_s;
@@ -70,6 +71,7 @@ std::string step_report_json(const StepReport& r) {
                  {"fits", r.memory.fits},
                  {"peak_at", r.memory.peak_at},
                  {"components", comps}};
+  if (!r.memory.known) j["memory"]["known"] = false;  // a trace that records no memory
   j["sim"] = {{"backend", r.sim.backend},
               {"events", r.sim.events},
               {"flows", r.sim.flows},

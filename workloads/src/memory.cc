@@ -44,6 +44,9 @@ namespace {
 using detail::LayerGraph;
 using detail::RecomputePlan;
 
+/// One inference stage's weights, KV cache, activations and logits.
+MemoryReport inference_stage_memory(const Scenario& s, int64_t stage);
+
 struct LayerMemory {
   int64_t kept = 0;        ///< bytes kept from the forward to the backward
   int64_t recomputed = 0;  ///< bytes a recomputation holds during the backward
@@ -176,23 +179,25 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
 /// bytes allocated at the peak (plan.allocator_overhead) and what it holds
 /// outside the step (plan.memory_reserved_bytes: CUDA context, NCCL and
 /// library workspaces); then the total and whether it fits.
-void finish(const Plan& p, MemoryReport& r) {
+void finish(double allocator_overhead, int64_t reserved_bytes, MemoryReport& r) {
   int64_t allocated = 0;
   for (const auto& c : r.components) allocated += c.bytes;
-  r.components.push_back({"allocator_overhead",
-                          static_cast<int64_t>(std::llround(p.allocator_overhead * static_cast<double>(allocated)))});
-  r.components.push_back({"framework_reserved", p.memory_reserved_bytes});
+  r.components.push_back(
+      {"allocator_overhead", static_cast<int64_t>(std::llround(allocator_overhead * static_cast<double>(allocated)))});
+  r.components.push_back({"framework_reserved", reserved_bytes});
   r.peak_bytes_per_device = 0;
   for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
   r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
 }
+void finish(const Plan& p, MemoryReport& r) {
+  finish(p.allocator_overhead, p.memory_reserved_bytes, r);
+}
 
-/// "stage S: name (pass, layer L, microbatch M)" of op `id`.
-std::string describe_op(int64_t stage, const Program& program, OpId id) {
+/// "LABEL: name (pass, layer L, microbatch M)" of op `id`.
+std::string describe_op(const std::string& label, const Program& program, OpId id) {
   if (program.size() == 0) return "";
   const Op& o = program.op(id);
-  std::string out =
-      "stage " + std::to_string(stage) + ": " + std::string(program.name(o)) + " (" + std::string(to_string(o.pass));
+  std::string out = label + ": " + std::string(program.name(o)) + " (" + std::string(to_string(o.pass));
   if (o.layer >= 0) out += ", layer " + std::to_string(o.layer);
   if (o.microbatch >= 0) out += ", microbatch " + std::to_string(o.microbatch);
   return out + ")";
@@ -282,21 +287,50 @@ MemoryReport training_memory(const Scenario& s) {
 }
 
 MemoryReport training_memory(const Scenario& s, const ProgramSet& programs) {
-  const ChunkLayout layout = chunk_layout(s.model, s.plan);
-  LayerMemoryTable mem(s.model, s.plan);
   MemoryReport best;
   for (int64_t stage = 0; stage < s.plan.pp; ++stage) {
-    const ProgramMemory w = walk_program_memory(programs.stages[static_cast<size_t>(stage)]);
-    MemoryReport r = resident(s, stage_shape(s, layout, mem, stage));
+    const MemoryReport r =
+        stage_memory_report(stage_memory_model(s, stage), programs.stages[static_cast<size_t>(stage)],
+                            s.cluster.chip.hbm_capacity.value(), "stage " + std::to_string(stage));
+    if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
+  }
+  return best;
+}
+
+StageMemoryModel stage_memory_model(const Scenario& s, int64_t stage) {
+  StageMemoryModel m;
+  if (s.plan.inference()) {
+    m.resident = inference_stage_memory(s, stage).components;
+    return m;
+  }
+  LayerMemoryTable mem(s.model, s.plan);
+  m.resident = resident(s, stage_shape(s, chunk_layout(s.model, s.plan), mem, stage)).components;
+  m.walk_program = m.finish = true;
+  m.allocator_overhead = s.plan.allocator_overhead;
+  m.reserved_bytes = s.plan.memory_reserved_bytes;
+  return m;
+}
+
+MemoryReport stage_memory_report(const StageMemoryModel& model, const Program& program, int64_t capacity_bytes,
+                                 const std::string& label) {
+  MemoryReport r;
+  r.capacity_bytes = capacity_bytes;
+  r.components = model.resident;
+  if (model.walk_program) {
+    const ProgramMemory w = walk_program_memory(program);
     r.components.push_back({"activations", w.activations});
     r.components.push_back({"logits", w.head});
     r.components.push_back({"gathered_params", w.gathered_params});
     r.components.push_back({"working_set", w.working_set});
-    r.peak_at = describe_op(stage, programs.stages[static_cast<size_t>(stage)], w.peak_op);
-    finish(s.plan, r);
-    if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
+    r.peak_at = describe_op(label, program, w.peak_op);
   }
-  return best;
+  if (model.finish) {
+    finish(model.allocator_overhead, model.reserved_bytes, r);
+  } else {
+    for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
+    r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
+  }
+  return r;
 }
 
 }  // namespace shardsim
@@ -310,6 +344,17 @@ namespace shardsim {
 // the whole prompt batch's widest tensors; decode: negligible) and the
 // logits of the last positions in fp32.
 MemoryReport inference_memory(const Scenario& s) {
+  MemoryReport best;
+  for (int64_t stage = 0; stage < s.plan.pp; ++stage) {
+    const MemoryReport r = inference_stage_memory(s, stage);
+    if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
+  }
+  return best;
+}
+
+namespace {
+
+MemoryReport inference_stage_memory(const Scenario& s, int64_t stage) {
   const ModelSpec& m = s.model;
   const Plan& p = s.plan;
   const ChunkLayout layout = chunk_layout(m, p);
@@ -320,8 +365,7 @@ MemoryReport inference_memory(const Scenario& s) {
   const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
   const int64_t positions = p.seq_len + (p.phase == Phase::kDecode ? 1 : 0);
   const int64_t T = p.phase == Phase::kPrefill ? p.microbatch_size * p.seq_len : p.microbatch_size;
-  MemoryReport best;
-  for (int64_t stage = 0; stage < p.pp; ++stage) {
+  {
     int64_t params = 0, layers = 0;
     const auto g = static_cast<size_t>(stage);
     for (int64_t i = 0; i < layout.count[g]; ++i) {
@@ -347,10 +391,11 @@ MemoryReport inference_memory(const Scenario& s) {
     add("logits", head ? p.microbatch_size * (padded_vocab(m, t) / t) * 4 : 0);
     for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;
     r.fits = r.peak_bytes_per_device <= r.capacity_bytes;
-    if (stage == 0 || r.peak_bytes_per_device > best.peak_bytes_per_device) best = r;
+    return r;
   }
-  return best;
 }
+
+}  // namespace
 
 MemoryReport step_memory(const Scenario& s, const ProgramSet* programs) {
   if (s.plan.inference()) return inference_memory(s);

@@ -1,6 +1,7 @@
 // Loads a scenario (model + cluster + plan) from JSON, applying presets and
 // --set overrides, and validates everything before any simulation.
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 
 #include "json_reader.h"
@@ -311,14 +312,38 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   ObjectReader r(root, name, "");
   Scenario sc;
   sc.file = name;
-  sc.model = parse_model(r.raw("model"), name);
-  sc.cluster = parse_cluster(r.raw("cluster"), name);
   const bool serving = r.has("serving");
-  sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster, serving);
+  if (r.has("workload")) {
+    // A trace instead of a model and a plan.
+    for (const char* part : {"model", "plan", "serving"}) {
+      if (r.has(part)) r.fail(part, "a scenario whose workload is a trace has no model, plan or serving object");
+    }
+    const Json& w = r.raw("workload");
+    if (!w.is_object()) r.fail("workload", "expected an object {\"kind\": \"chakra\", \"dir\": DIR}");
+    ObjectReader wr(w, name, "/workload");
+    wr.choice("kind", {"chakra"}, "chakra");
+    sc.workload.present = true;
+    std::string dir = std::filesystem::path(sibling_path(name, wr.string("dir"))).lexically_normal().string();
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    sc.workload.dir = dir.empty() ? "." : dir;
+    sc.workload.retime = wr.boolean("retime", false);
+    sc.workload.custom_all_reduce = wr.boolean("custom_all_reduce", false);
+    wr.done();
+    sc.cluster = parse_cluster(r.raw("cluster"), name);
+    sc.model.name = "trace";
+    sc.plan.dp = sc.cluster.devices;
+    sc.plan.global_batch = sc.cluster.devices;
+  } else {
+    sc.model = parse_model(r.raw("model"), name);
+    sc.cluster = parse_cluster(r.raw("cluster"), name);
+    sc.plan = parse_plan(r.raw("plan"), name, sc.model, sc.cluster, serving);
+  }
   // Serving engines reduce small tensor-parallel messages inside an NVLink
   // node with their own kernels, up to 8 MiB (vLLM's and TensorRT-LLM's
   // custom all-reduce; topology.h CustomAllReduce).
-  if (sc.plan.inference() && sc.plan.custom_all_reduce && sc.cluster.chip.nvlink_links > 0) {
+  const bool custom_all_reduce =
+      sc.workload.present ? sc.workload.custom_all_reduce : sc.plan.inference() && sc.plan.custom_all_reduce;
+  if (custom_all_reduce && sc.cluster.chip.nvlink_links > 0) {
     sc.cluster.collective.custom_all_reduce.max_bytes = int64_t{8} << 20;
   }
   r.string("description", "");
@@ -360,7 +385,7 @@ std::string plan_json(const Plan& p) {
 
 std::string scenario_json(const Scenario& s) {
   Json root = detail::parse_json_text(s.json, s.file);
-  root["plan"] = detail::write_plan_fields(s.plan);
+  if (!s.workload.present) root["plan"] = detail::write_plan_fields(s.plan);
   apply_override(root, Override{"cluster.devices", std::to_string(s.cluster.devices)}, s.file);
   return root.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

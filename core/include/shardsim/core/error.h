@@ -3,6 +3,7 @@
 // status 2, the Python module raises ValueError with the same line.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -37,6 +38,21 @@ class AlreadyReported : public std::runtime_error {
   explicit AlreadyReported(int status)
       : std::runtime_error("the worker process failed (its message is above)"), status(status) {}
   int status = 1;
+};
+
+/// Per-rank programs (an imported trace) that cannot finish: an op of
+/// `device` never ran (program op `op`, the first such), every device
+/// waiting on another. The importer turns it into an InputError naming the
+/// trace's node; for programs shardsim lowers it is a bug.
+class Deadlock : public std::runtime_error {
+ public:
+  Deadlock(uint32_t device, uint32_t op)
+      : std::runtime_error("the step deadlocks: device " + std::to_string(device) + "'s op " + std::to_string(op) +
+                           " never ran"),
+        device(device),
+        op(op) {}
+  uint32_t device = 0;
+  uint32_t op = 0;
 };
 
 /// An internal invariant broke: a bug in shardsim, never a user's fault.

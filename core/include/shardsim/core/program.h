@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "shardsim/core/units.h"
@@ -57,6 +58,13 @@ using OpId = uint32_t;
 /// "No op": a dependency slot that ProgramBuilder::add ignores.
 inline constexpr OpId kNoOp = 0xffffffffu;
 using StreamId = uint8_t;
+
+/// How long a compute op takes: what the compute model says (from its
+/// FLOPs, bytes and shape), or a duration recorded for it (Op::recorded):
+/// measured (kept as it is, beside communication too: the measurement holds
+/// whatever overlap it had) or its time alone (shardsim's own export:
+/// beside communication it slows as the model slows the op).
+enum class OpTiming : uint8_t { kModel, kMeasured, kAlone };
 
 /// One op. Shapes (m, n, k, batch) are what produced flops and bytes, so a real
 /// backend can run the op: a matmul is batch x [m,k]·[k,n]; attention is
@@ -117,12 +125,9 @@ struct Op {
   /// k-th send on (sender, receiver, tag) meets the k-th receive on it.
   uint16_t tag = 0;
   /// Compute: a recorded duration (a trace's) the op takes instead of its
-  /// compute model time; zero for none.
+  /// compute model time, where `timing` says so.
   SimTime recorded{};
-  /// With `recorded`: it is the op's time alone (shardsim's own export),
-  /// so beside communication it slows as the compute model says; false (a
-  /// measured duration) keeps it as recorded.
-  bool recorded_alone = false;
+  OpTiming timing = OpTiming::kModel;
 };
 
 /// What a memory event holds.
@@ -237,6 +242,7 @@ class ProgramBuilder {
   static constexpr OpId kNone = kNoOp;
   Program p_;
   std::vector<OpId> last_on_stream_;
+  std::unordered_map<std::string, uint32_t> name_index_;  ///< intern's: name -> index
 };
 
 }  // namespace shardsim

@@ -21,6 +21,9 @@ struct StepBreakdown {
 
 /// Per-device memory at its peak. Components sum to peak_bytes_per_device.
 struct MemoryReport {
+  /// False where nothing says what the step holds (an imported trace that
+  /// records no memory): the other fields are then empty and fits is true.
+  bool known = true;
   int64_t peak_bytes_per_device = 0;
   int64_t capacity_bytes = 0;
   bool fits = true;
@@ -64,6 +67,9 @@ struct StepReport {
   std::string config_hash;  ///< of the scenario as simulated
   std::string version;      ///< shardsim's
   std::string model;
+  /// A trace workload: what was read ("chakra trace DIR: N ranks, M
+  /// nodes, schema S"); empty for a model and plan.
+  std::string workload;
   std::string chip;
   int64_t devices = 0;
   double step_time_s = 0;

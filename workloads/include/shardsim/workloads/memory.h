@@ -1,6 +1,9 @@
 // Per-device memory at the peak of a training step.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "shardsim/core/program.h"
 #include "shardsim/core/step_report.h"
 #include "shardsim/workloads/scenario.h"
@@ -30,6 +33,27 @@ struct ProgramMemory {
   OpId peak_op = 0;             ///< the op running at the peak
 };
 ProgramMemory walk_program_memory(const Program& program);
+/// What a stage's memory report is made of besides its program's memory
+/// events: the resident components (weights, gradients, optimizer state,
+/// buffers; an inference stage's weights, KV cache, activations, logits),
+/// whether the program's walk adds its activations, logits, gathered
+/// parameters and working set (training), and whether the allocator's
+/// overhead and the framework's reserve are added on top (training).
+/// Carried into exported traces so an imported one reports the same memory.
+struct StageMemoryModel {
+  std::vector<MemoryReport::Component> resident;
+  bool walk_program = false;
+  bool finish = false;
+  double allocator_overhead = 0;  ///< a fraction of what is allocated
+  int64_t reserved_bytes = 0;
+};
+StageMemoryModel stage_memory_model(const Scenario& s, int64_t stage);
+/// A stage's report from its model and its program (training_memory's and
+/// an imported trace's): `label` names where the peak falls ("stage 2",
+/// "rank 17").
+MemoryReport stage_memory_report(const StageMemoryModel& model, const Program& program, int64_t capacity_bytes,
+                                 const std::string& label);
+
 /// Weights, KV cache, activations and logits of an inference step (see
 /// memory.cc).
 MemoryReport inference_memory(const Scenario& s);

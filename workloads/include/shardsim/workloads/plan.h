@@ -250,6 +250,9 @@ struct Plan {
   bool inference() const { return phase != Phase::kTrain; }
 
   int64_t microbatches() const { return global_batch / (dp * microbatch_size); }
+  /// Tokens a step processes: a decode step makes one per sequence;
+  /// training and prefill process every token of every sequence.
+  int64_t tokens_per_step() const { return phase == Phase::kDecode ? global_batch : global_batch * seq_len; }
   int64_t chunks() const { return pp * virtual_stages; }
   int64_t devices() const { return dp * tp * pp * cp; }
 };

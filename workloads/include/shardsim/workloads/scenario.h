@@ -137,8 +137,26 @@ struct ServingSpec {
   int64_t prefill_replicas = 0;      ///< > 0: disaggregated, this many of plan.dp replicas only prefill
 };
 
+/// A step given as a trace instead of a model and a plan (the scenario's
+/// "workload" object): a directory of Chakra execution traces, one file per
+/// rank (PREFIX.<rank>.et), run as per-rank programs (interop/chakra.h;
+/// docs/chakra.md). The cluster, its fabric and the simulator are the
+/// scenario's; rank r runs on device r.
+struct TraceWorkload {
+  bool present = false;
+  std::string dir;      ///< as resolved (relative to the scenario file's directory)
+  bool retime = false;  ///< compute nodes with FLOPs or bytes take the compute model's time, not their recorded one
+  /// All-reduces up to 8 MiB inside an NVLink node run a serving engine's
+  /// custom all-reduce (the plan field custom_all_reduce of an inference
+  /// step), not NCCL.
+  bool custom_all_reduce = false;
+};
+
 struct Scenario {
   std::string file;  ///< where it came from, for messages
+  /// A trace workload: `model` and `plan` are then unused (the plan is
+  /// data parallel over every device, so that its mesh is the cluster's).
+  TraceWorkload workload;
   ModelSpec model;
   ClusterSpec cluster;
   Plan plan;

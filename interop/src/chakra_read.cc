@@ -1,0 +1,872 @@
+// Reading a directory of Chakra execution traces as per-rank programs
+// (chakra.h; the conventions are in docs/chakra.md).
+//
+// Nodes: COMP nodes become compute ops; COMM_COLL collectives on the group
+// their pg_name names; COMM_SEND / COMM_RECV transfers to or from their
+// peer, matched by comm_tag in order. METADATA and INVALID nodes run
+// nothing: a node that depends on one depends on what it depended on.
+// MEM_LOAD / MEM_STORE (ASTRA-sim's remote memory) are refused. A node
+// depends on its data_deps and its ctrl_deps (ASTRA-sim's feeder honours
+// both). Ops are ordered by Kahn's algorithm taking the smallest ready node
+// id first, so a stream runs its nodes in id order wherever the
+// dependencies allow; the k-th collective of a group on each member meets
+// the others' k-th in that order (what NCCL does with the k-th call on a
+// communicator).
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/depth_first_search.hpp>
+#include <boost/graph/topological_sort.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <queue>
+#include <regex>
+#include <set>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+
+#include "chakra_io.h"
+#include "shardsim/core/error.h"
+#include "shardsim/core/read_file.h"
+#include "shardsim/interop/chakra.h"
+
+namespace shardsim::chakra {
+
+namespace {
+
+using ChakraProtoMsg::AttributeProto;
+using ChakraProtoMsg::Node;
+using detail::find_attr;
+using detail::node_path;
+namespace fs = std::filesystem;
+
+/// The schema versions whose numbering this reader knows: 0.0.4 (proto3,
+/// October 2023) and 1.0.0 (the same schema, renumbered in May 2026).
+/// Traces from before, in proto2, number node and collective types
+/// differently and would parse with the wrong meaning.
+bool known_schema(const std::string& s) {
+  auto ends = [&](const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return s == "0.0.4" || s == "1.0.0" || ends("chakra.0.0.4") || ends("chakra.1.0.0") || s == "symbolic_tensor_network";
+}
+
+template <typename E>
+std::optional<E> enum_from(const std::string& s, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (to_string(static_cast<E>(i)) == s) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
+/// A collective or transfer as the cross-rank checks see it.
+struct CommRecord {
+  size_t op = 0;  // op index on its rank
+  uint64_t node = 0;
+  int64_t a = 0;  // collective: kind; transfer: peer
+  int64_t tag = 0;
+  int64_t bytes = 0;
+  size_t group = 0;  // collectives: index into the group names
+};
+
+struct RankBuild {
+  std::string file;
+  Program program;
+  std::vector<uint64_t> node_of;
+  RankMeta meta;
+  std::vector<CommRecord> colls, sends, recvs;
+};
+
+std::string coll_name(int64_t kind) {
+  return std::string(to_string(static_cast<CollectiveKind>(kind)));
+}
+
+/// Groups named by a PyTorch trace's process-group metadata node
+/// (inputs.values holds a JSON list of {"pg_name", "ranks", ...}, as
+/// Python writes the list of one string: ['[...]']; empty ranks: every
+/// rank). Empty when the node holds none.
+std::map<std::string, std::vector<int64_t>> process_groups(const Node& n) {
+  std::map<std::string, std::vector<int64_t>> out;
+  std::string text = n.inputs().values();
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() && text.size() >= 4) j = nlohmann::json::parse(text.substr(2, text.size() - 4), nullptr, false);
+  if (j.is_array() && j.size() == 1 && j[0].is_string())
+    j = nlohmann::json::parse(j[0].get<std::string>(), nullptr, false);
+  if (!j.is_array()) return out;
+  for (const auto& pg : j) {
+    if (!pg.is_object() || !pg.contains("pg_name") || !pg.contains("ranks") || !pg["ranks"].is_array()) continue;
+    const std::string name = pg["pg_name"].is_string() ? pg["pg_name"].get<std::string>() : pg["pg_name"].dump();
+    std::vector<int64_t> ranks;
+    for (const auto& r : pg["ranks"]) {
+      if (!r.is_number_integer()) return {};
+      ranks.push_back(r.get<int64_t>());
+    }
+    out[name] = ranks;
+  }
+  return out;
+}
+
+/// The communicator groups collectives name by pg_name: "" and "0" are
+/// every rank (ASTRA-sim's default group), others come from
+/// comm_groups.json or a PyTorch process-group metadata node. Numbered as
+/// first used (ProgramSet::groups).
+class GroupTable {
+ public:
+  GroupTable(int64_t ranks, std::map<std::string, std::vector<int64_t>> named, std::string source)
+      : ranks_(ranks), named_(std::move(named)), source_(std::move(source)) {}
+  /// The index of group `name`; throws InputError at the node when it is
+  /// unknown or `rank` is not in it.
+  int32_t use(const std::string& name, int64_t rank, const std::string& file, const std::string& where) {
+    auto [it, fresh] = index_.try_emplace(name, static_cast<int32_t>(list_.size()));
+    if (fresh) {
+      std::vector<uint32_t> members;
+      if (name.empty() || name == "0") {
+        for (int64_t r = 0; r < ranks_; ++r) members.push_back(static_cast<uint32_t>(r));
+      } else {
+        const auto g = named_.find(name);
+        if (g == named_.end()) {
+          index_.erase(it);
+          throw InputError(file, where + "/pg_name",
+                           "group \"" + name + "\" is not defined (" +
+                               (source_.empty() ? "the trace has no comm_groups.json and no process-group metadata"
+                                                : "not in " + source_) +
+                               ")");
+        }
+        for (int64_t r : g->second) members.push_back(static_cast<uint32_t>(r));
+        if (members.empty()) {
+          for (int64_t r = 0; r < ranks_; ++r) members.push_back(static_cast<uint32_t>(r));
+        }
+      }
+      list_.push_back(std::move(members));
+      names_.push_back(name);
+    }
+    const auto& m = list_[static_cast<size_t>(it->second)];
+    if (std::find(m.begin(), m.end(), static_cast<uint32_t>(rank)) == m.end()) {
+      throw InputError(
+          file, where + "/pg_name",
+          "rank " + std::to_string(rank) + " runs a collective of group \"" + name + "\", which does not hold it");
+    }
+    return it->second;
+  }
+  const std::vector<std::vector<uint32_t>>& list() const { return list_; }
+  const std::string& name(size_t g) const { return names_[g]; }
+
+ private:
+  int64_t ranks_;
+  std::map<std::string, std::vector<int64_t>> named_;
+  std::string source_;
+  std::map<std::string, int32_t> index_;
+  std::vector<std::vector<uint32_t>> list_;
+  std::vector<std::string> names_;
+};
+
+/// The attributes this reader knows, each a slot of a node's index.
+constexpr const char* kKnownAttrs[] = {"is_cpu_op",
+                                       "stream",
+                                       "num_ops",
+                                       "tensor_size",
+                                       "comm_type",
+                                       "comm_size",
+                                       "pg_name",
+                                       "comm_src",
+                                       "comm_dst",
+                                       "comm_tag",
+                                       "shardsim.name",
+                                       "shardsim.stream",
+                                       "shardsim.pass",
+                                       "shardsim.dtype",
+                                       "shardsim.layer",
+                                       "shardsim.microbatch",
+                                       "shardsim.model_flops",
+                                       "shardsim.mem",
+                                       "shardsim.mem_transient",
+                                       "shardsim.holds_sms",
+                                       "shardsim.sms",
+                                       "shardsim.compute",
+                                       "shardsim.flops",
+                                       "shardsim.bytes_read",
+                                       "shardsim.bytes_written",
+                                       "shardsim.shape",
+                                       "shardsim.kernel",
+                                       "shardsim.split_accumulator",
+                                       "shardsim.memory_efficiency",
+                                       "shardsim.graphed",
+                                       "shardsim.duration_ps",
+                                       "shardsim.comm_bytes"};
+constexpr size_t kKnownAttrCount = std::size(kKnownAttrs);
+
+const std::unordered_map<std::string_view, size_t>& known_attr_slots() {
+  static const std::unordered_map<std::string_view, size_t> slots = [] {
+    std::unordered_map<std::string_view, size_t> m;
+    for (size_t i = 0; i < kKnownAttrCount; ++i) m.emplace(kKnownAttrs[i], i);
+    return m;
+  }();
+  return slots;
+}
+
+class RankReader {
+ public:
+  RankReader(std::string file, int64_t rank, int64_t ranks, const ReadOptions& opt, GroupTable& groups)
+      : file_(std::move(file)), rank_(rank), ranks_(ranks), opt_(opt), groups_(groups) {}
+
+  RankBuild read(const detail::Messages& m, std::string& producer) {
+    read_meta(*m.meta, producer);
+    nodes_ = m.nodes;
+    index_nodes();
+    order_nodes();
+    build();
+    return std::move(out_);
+  }
+
+ private:
+  /// The node's attribute `name` (one of kKnownAttrs), from the index
+  /// index_attrs(n) made: one pass over a node's attributes instead of one
+  /// per name asked for.
+  const AttributeProto* attr(const Node& n, const char* name) const {
+    SHARDSIM_ASSERT(indexed_ == &n, "index_attrs before attr");
+    return slot_[known_attr_slots().at(name)];
+  }
+  void index_attrs(const Node& n) {
+    slot_.fill(nullptr);
+    const auto& slots = known_attr_slots();
+    for (const AttributeProto& a : n.attr()) {
+      const auto it = slots.find(a.name());
+      if (it != slots.end() && slot_[it->second] == nullptr) slot_[it->second] = &a;
+    }
+    indexed_ = &n;
+  }
+  std::string where(const Node& n) const { return node_path(n.id()); }
+
+  void read_meta(const ChakraProtoMsg::GlobalMetadata& meta, std::string& producer) {
+    std::string schema = meta.version();
+    if (const auto s = detail::string_attr(find_attr(meta.attr(), "schema"), file_, "/metadata")) {
+      schema = schema.empty() ? *s : schema;
+      if (!known_schema(meta.version())) schema = *s;
+    }
+    if (!known_schema(schema)) {
+      throw InputError(file_, "/metadata/version",
+                       "expected a Chakra trace of schema 0.0.4 or 1.0.0 (GlobalMetadata version, or a schema "
+                       "attribute such as \"1.1.1-chakra.1.0.0\"), got \"" +
+                           schema + "\" (older traces number node types differently)");
+    }
+    if (producer.empty()) producer = schema;
+    const auto& a = meta.attr();
+    const std::string w = "/metadata";
+    out_.file = file_;
+    if (auto v = detail::string_attr(find_attr(a, "shardsim.model"), file_, w)) out_.meta.model = *v;
+    if (auto v = detail::int_attr(find_attr(a, "shardsim.tokens_per_step"), file_, w)) out_.meta.tokens_per_step = *v;
+    if (auto v = detail::bool_attr(find_attr(a, "shardsim.pipelined"), file_, w)) out_.meta.pipelined = *v;
+    if (auto v = detail::string_list_attr(find_attr(a, "shardsim.streams"), file_, w)) {
+      if (v->size() > 255) throw InputError(file_, w + "/shardsim.streams", "expected at most 255 streams");
+      for (const std::string& s : *v) stream(s);
+    }
+    const auto names = detail::string_list_attr(find_attr(a, "shardsim.memory.resident_names"), file_, w);
+    const auto bytes = detail::int_list_attr(find_attr(a, "shardsim.memory.resident_bytes"), file_, w);
+    if (names.has_value() != bytes.has_value() || (names && names->size() != bytes->size())) {
+      throw InputError(file_, w + "/shardsim.memory.resident_bytes", "expected one byte count per resident name");
+    }
+    if (names) {
+      RankMemory& mem = out_.meta.memory;
+      mem.present = true;
+      for (size_t i = 0; i < names->size(); ++i) mem.resident.emplace_back((*names)[i], (*bytes)[i]);
+      mem.walk_program = detail::bool_attr(find_attr(a, "shardsim.memory.walk_program"), file_, w).value_or(false);
+      mem.finish = detail::bool_attr(find_attr(a, "shardsim.memory.finish"), file_, w).value_or(false);
+      mem.allocator_overhead =
+          detail::number_attr(find_attr(a, "shardsim.memory.allocator_overhead"), file_, w).value_or(0);
+      mem.reserved_bytes = detail::int_attr(find_attr(a, "shardsim.memory.reserved_bytes"), file_, w).value_or(0);
+    }
+  }
+
+  /// Each node's place in the file by id; its dependencies (data and
+  /// control) as places; checks types, duplicates and missing nodes.
+  void index_nodes() {
+    if (nodes_.size() >= kNoOp) throw InputError(file_, "", "more than 2^32 - 1 nodes");
+    place_.reserve(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const Node& n = *nodes_[i];
+      if (!place_.try_emplace(n.id(), i).second) {
+        throw InputError(file_, where(n), "a second node with this id (node ids are unique within a rank's file)");
+      }
+      switch (n.type()) {
+        case ChakraProtoMsg::COMP_NODE:
+        case ChakraProtoMsg::COMM_COLL_NODE:
+        case ChakraProtoMsg::COMM_SEND_NODE:
+        case ChakraProtoMsg::COMM_RECV_NODE:
+        case ChakraProtoMsg::INVALID_NODE:
+          break;
+        case ChakraProtoMsg::METADATA_NODE:
+          break;
+        case ChakraProtoMsg::MEM_LOAD_NODE:
+        case ChakraProtoMsg::MEM_STORE_NODE:
+          throw InputError(file_, where(n) + "/type",
+                           "MEM_LOAD / MEM_STORE (remote memory transfers in ASTRA-sim) are not modelled: expected "
+                           "COMP, COMM_COLL, COMM_SEND, COMM_RECV, METADATA or INVALID nodes");
+        default:
+          throw InputError(file_, where(n) + "/type",
+                           "unknown node type " + std::to_string(static_cast<int>(n.type())));
+      }
+    }
+    deps_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const Node& n = *nodes_[i];
+      for (const auto* list : {&n.data_deps(), &n.ctrl_deps()}) {
+        for (uint64_t d : *list) {
+          const auto it = place_.find(d);
+          if (it == place_.end()) {
+            throw InputError(file_, where(n) + "/deps",
+                             "depends on node " + std::to_string(d) + ", which this file does not have");
+          }
+          deps_[i].push_back(it->second);
+        }
+      }
+      std::sort(deps_[i].begin(), deps_[i].end());
+      deps_[i].erase(std::unique(deps_[i].begin(), deps_[i].end()), deps_[i].end());
+    }
+  }
+
+  /// Rejects a cycle (Boost.Graph: a topological sort throws not_a_dag; a
+  /// depth-first search names a back edge), splices out nodes that run
+  /// nothing and orders the rest (Kahn, smallest id first).
+  void order_nodes() {
+    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+    Graph g(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      for (size_t d : deps_[i]) boost::add_edge(d, i, g);
+    }
+    std::vector<size_t> topo;
+    topo.reserve(nodes_.size());
+    try {
+      boost::topological_sort(g, std::back_inserter(topo));
+    } catch (const boost::not_a_dag&) {
+      struct BackEdge {
+        size_t from, to;
+      };
+      struct Finder : boost::default_dfs_visitor {
+        void back_edge(Graph::edge_descriptor e, const Graph& gr) const {
+          throw BackEdge{boost::source(e, gr), boost::target(e, gr)};
+        }
+      };
+      try {
+        boost::depth_first_search(g, boost::visitor(Finder()));
+      } catch (const BackEdge& b) {
+        throw InputError(file_, where(*nodes_[b.to]) + "/deps",
+                         "a dependency cycle: node " + std::to_string(nodes_[b.to]->id()) + " depends on node " +
+                             std::to_string(nodes_[b.from]->id()) + ", which depends on it");
+      }
+      throw InputError(file_, "", "a dependency cycle");
+    }
+    // topological_sort lists sinks first: walk it reversed. A node that
+    // runs nothing passes on its own dependencies.
+    auto runs = [&](size_t i) {
+      return nodes_[i]->type() != ChakraProtoMsg::METADATA_NODE && nodes_[i]->type() != ChakraProtoMsg::INVALID_NODE;
+    };
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+      std::vector<size_t> eff;
+      for (size_t d : deps_[*it]) {
+        if (runs(d)) {
+          eff.push_back(d);
+        } else {
+          eff.insert(eff.end(), deps_[d].begin(), deps_[d].end());
+        }
+      }
+      std::sort(eff.begin(), eff.end());
+      eff.erase(std::unique(eff.begin(), eff.end()), eff.end());
+      deps_[*it] = std::move(eff);
+    }
+    // Kahn's algorithm over the nodes that run, smallest id first.
+    std::vector<uint32_t> waiting(nodes_.size(), 0);
+    std::vector<std::vector<size_t>> succs(nodes_.size());
+    using Ready = std::pair<uint64_t, size_t>;  // id, place
+    std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!runs(i)) continue;
+      if (deps_[i].size() >= 65536) {
+        throw InputError(file_, where(*nodes_[i]) + "/deps", "more than 65535 dependencies");
+      }
+      for (size_t d : deps_[i]) succs[d].push_back(i);
+      waiting[i] = static_cast<uint32_t>(deps_[i].size());
+      if (waiting[i] == 0) ready.emplace(nodes_[i]->id(), i);
+    }
+    op_of_.assign(nodes_.size(), kNoOp);
+    while (!ready.empty()) {
+      const size_t i = ready.top().second;
+      ready.pop();
+      op_of_[i] = static_cast<OpId>(order_.size());
+      order_.push_back(i);
+      for (size_t s : succs[i]) {
+        if (--waiting[s] == 0) ready.emplace(nodes_[s]->id(), s);
+      }
+    }
+  }
+
+  StreamId stream(const std::string& name) {
+    const auto [it, fresh] = streams_.try_emplace(name, 0);
+    if (fresh) {
+      if (streams_.size() > 255) throw InputError(file_, "", "more than 255 streams");
+      it->second = b_.add_stream(name);
+    }
+    return it->second;
+  }
+
+  int64_t need_int(const Node& n, const char* name) const {
+    const auto v = detail::int_attr(attr(n, name), file_, where(n));
+    if (!v) throw InputError(file_, where(n) + "/" + name, "missing");
+    return *v;
+  }
+
+  int64_t rank_attr(const Node& n, const char* name, std::optional<int64_t> fallback) const {
+    const auto v = detail::int_attr(attr(n, name), file_, where(n));
+    if (!v && !fallback) throw InputError(file_, where(n) + "/" + name, "missing");
+    const int64_t r = v.value_or(fallback.value_or(0));
+    if (r < 0 || r >= ranks_) {
+      throw InputError(
+          file_, where(n) + "/" + name,
+          "expected a rank of the trace (0.." + std::to_string(ranks_ - 1) + "), got " + std::to_string(r));
+    }
+    return r;
+  }
+
+  /// The op of a node, from shardsim's description where it has one.
+  Op make_op(const Node& n) {
+    index_attrs(n);
+    const std::string w = where(n);
+    Op o;
+    auto str = [&](const char* name) { return detail::string_attr(attr(n, name), file_, w); };
+    auto num = [&](const char* name) { return detail::number_attr(attr(n, name), file_, w); };
+    auto integer = [&](const char* name) { return detail::int_attr(attr(n, name), file_, w); };
+    auto flag = [&](const char* name) { return detail::bool_attr(attr(n, name), file_, w); };
+    const bool cpu = flag("is_cpu_op").value_or(false);
+    const auto sstream = str("shardsim.stream");
+    const auto torch_stream = integer("stream");
+    const bool described = attr(n, "shardsim.compute") != nullptr;
+    std::string default_stream = torch_stream ? "stream " + std::to_string(*torch_stream) : "";
+    o.name = b_.intern(str("shardsim.name").value_or(n.name()));
+    if (auto v = str("shardsim.pass")) {
+      const auto p = enum_from<Pass>(*v, 4);
+      if (!p) throw InputError(file_, w + "/shardsim.pass", "unknown pass \"" + *v + "\"");
+      o.pass = *p;
+    }
+    if (auto v = str("shardsim.dtype")) {
+      const auto d = enum_from<DType>(*v, 5);
+      if (!d) throw InputError(file_, w + "/shardsim.dtype", "unknown dtype \"" + *v + "\"");
+      o.dtype = *d;
+    }
+    o.layer = static_cast<int32_t>(integer("shardsim.layer").value_or(-1));
+    o.microbatch = static_cast<int32_t>(integer("shardsim.microbatch").value_or(-1));
+    o.model_flops = Flops(num("shardsim.model_flops").value_or(0));
+    o.mem_transient = Bytes(integer("shardsim.mem_transient").value_or(0));
+    if (auto v = flag("shardsim.holds_sms")) o.holds_sms = *v;
+    o.sms = static_cast<uint16_t>(std::clamp<int64_t>(integer("shardsim.sms").value_or(0), 0, 65535));
+    switch (n.type()) {
+      case ChakraProtoMsg::COMP_NODE: {
+        o.kind = OpKind::kCompute;
+        const uint64_t us = n.duration_micros();
+        if (us > static_cast<uint64_t>(INT64_MAX / 1'000'000)) {
+          throw InputError(file_, w + "/duration_micros", "longer than 106 days");
+        }
+        o.recorded = SimTime::from_ps(static_cast<int64_t>(us) * 1'000'000);
+        if (described) {
+          const auto k = enum_from<ComputeKind>(*str("shardsim.compute"), kComputeKinds);
+          if (!k) throw InputError(file_, w + "/shardsim.compute", "unknown compute kind");
+          o.compute = *k;
+          // Bytes written are written out; tensor_size holds read + written.
+          o.bytes_written = Bytes(integer("shardsim.bytes_written").value_or(0));
+          o.bytes_read =
+              Bytes(integer("shardsim.bytes_read")
+                        .value_or(std::max<int64_t>(0, integer("tensor_size").value_or(0) - o.bytes_written.value())));
+          o.flops = Flops(num("shardsim.flops").value_or(static_cast<double>(integer("num_ops").value_or(0))));
+          if (auto shape = detail::int_list_attr(attr(n, "shardsim.shape"), file_, w)) {
+            if (shape->size() != 4) throw InputError(file_, w + "/shardsim.shape", "expected [m, n, k, batch]");
+            o.m = (*shape)[0], o.n = (*shape)[1], o.k = (*shape)[2], o.batch = (*shape)[3];
+          }
+          const int64_t kernel = integer("shardsim.kernel").value_or(0);
+          if (kernel < 0 || kernel >= kAttentionKernels) throw InputError(file_, w + "/shardsim.kernel", "unknown");
+          o.kernel = static_cast<AttentionKernel>(kernel);
+          o.split_accumulator = flag("shardsim.split_accumulator").value_or(false);
+          o.memory_efficiency = static_cast<float>(num("shardsim.memory_efficiency").value_or(1.0));
+          o.graphed = flag("shardsim.graphed").value_or(false);
+          if (auto ps = integer("shardsim.duration_ps")) o.recorded = SimTime::from_ps(std::max<int64_t>(0, *ps));
+          o.timing = opt_.retime ? OpTiming::kModel : OpTiming::kAlone;
+        } else {
+          // A foreign node: its recorded time, or with retime (GPU nodes
+          // with FLOPs or bytes) the roofline ASTRA-sim's roofline mode
+          // applies: num_ops at the chip's matmul rate, tensor_size at
+          // its memory rate.
+          const int64_t flops = std::max<int64_t>(0, integer("num_ops").value_or(0));
+          const int64_t bytes = std::max<int64_t>(0, integer("tensor_size").value_or(0));
+          o.compute = flops > 0 ? ComputeKind::kMatmul : ComputeKind::kElementwise;
+          o.flops = Flops(static_cast<double>(flops));
+          o.bytes_read = Bytes(bytes);
+          o.timing = opt_.retime && !cpu && (flops > 0 || bytes > 0) ? OpTiming::kModel : OpTiming::kMeasured;
+        }
+        o.stream = stream(sstream.value_or(cpu ? "host" : default_stream.empty() ? "compute" : default_stream));
+        break;
+      }
+      case ChakraProtoMsg::COMM_COLL_NODE: {
+        o.kind = OpKind::kCollective;
+        const int64_t type = need_int(n, "comm_type");
+        const int64_t size = need_int(n, "comm_size");
+        if (size < 0) throw InputError(file_, w + "/comm_size", "expected bytes >= 0");
+        o.group = groups_.use(str("pg_name").value_or(""), rank_, file_, w);
+        const auto members = static_cast<int64_t>(groups_.list()[static_cast<size_t>(o.group)].size());
+        o.comm_bytes = Bytes(size);
+        switch (type) {
+          case ChakraProtoMsg::ALL_REDUCE:
+            o.collective = CollectiveKind::kAllReduce;
+            break;
+          case ChakraProtoMsg::ALL_GATHER:
+            // ASTRA-sim's all-gather size is each rank's part; nccl-tests'
+            // (shardsim's) the gathered buffer, the group's parts.
+            o.collective = CollectiveKind::kAllGather;
+            if (size > INT64_MAX / std::max<int64_t>(members, 1))
+              throw InputError(file_, w + "/comm_size", "too large");
+            o.comm_bytes = Bytes(size * members);
+            break;
+          case ChakraProtoMsg::BROADCAST:
+            o.collective = CollectiveKind::kBroadcast;
+            break;
+          case ChakraProtoMsg::ALL_TO_ALL:
+            o.collective = CollectiveKind::kAllToAll;
+            break;
+          case ChakraProtoMsg::REDUCE_SCATTER:
+          case ChakraProtoMsg::REDUCE_SCATTER_BLOCK:
+            o.collective = CollectiveKind::kReduceScatter;
+            break;
+          case ChakraProtoMsg::BARRIER:
+            // PyTorch's NCCL barrier is an all-reduce of one element
+            // (ProcessGroupNCCL::barrier): 4 bytes when none are recorded.
+            o.collective = CollectiveKind::kAllReduce;
+            if (size == 0) o.comm_bytes = Bytes(4);
+            break;
+          default:
+            throw InputError(file_, w + "/comm_type",
+                             "collective type " + std::to_string(type) +
+                                 " is not modelled: expected ALL_REDUCE (0), ALL_GATHER (2), BROADCAST (5), "
+                                 "ALL_TO_ALL (6), REDUCE_SCATTER (7, 8) or BARRIER (9)");
+        }
+        if (auto exact = integer("shardsim.comm_bytes")) o.comm_bytes = Bytes(*exact);
+        o.stream = stream(sstream.value_or(default_stream.empty() ? "comm" : default_stream));
+        break;
+      }
+      case ChakraProtoMsg::COMM_SEND_NODE:
+      case ChakraProtoMsg::COMM_RECV_NODE: {
+        const bool send = n.type() == ChakraProtoMsg::COMM_SEND_NODE;
+        o.kind = send ? OpKind::kSend : OpKind::kRecv;
+        const int64_t src = rank_attr(n, "comm_src", send ? std::optional<int64_t>(rank_) : std::nullopt);
+        const int64_t dst = rank_attr(n, "comm_dst", send ? std::nullopt : std::optional<int64_t>(rank_));
+        if ((send ? src : dst) != rank_) {
+          throw InputError(file_, w + (send ? "/comm_src" : "/comm_dst"),
+                           std::string("a ") + (send ? "send" : "receive") + " of rank " + std::to_string(rank_) +
+                               " names rank " + std::to_string(send ? src : dst));
+        }
+        const int64_t peer = send ? dst : src;
+        if (peer == rank_) throw InputError(file_, w, "a transfer to itself");
+        const int64_t tag = integer("comm_tag").value_or(0);
+        if (tag < 0 || tag > 65535) throw InputError(file_, w + "/comm_tag", "expected 0..65535");
+        const int64_t size = need_int(n, "comm_size");
+        if (size < 0) throw InputError(file_, w + "/comm_size", "expected bytes >= 0");
+        o.peer_device = static_cast<int32_t>(peer);
+        o.tag = static_cast<uint16_t>(tag);
+        o.comm_bytes = Bytes(size);
+        // Receives wait on their own stream (ASTRA-sim does not count them
+        // against a rank's one communication at a time).
+        o.stream = stream(sstream.value_or(send ? (default_stream.empty() ? "comm" : default_stream) : "recv"));
+        break;
+      }
+      default:
+        break;
+    }
+    return o;
+  }
+
+  void build() {
+    std::vector<OpId> deps;
+    for (size_t i : order_) {
+      const Node& n = *nodes_[i];
+      const Op o = make_op(n);
+      deps.clear();
+      for (size_t d : deps_[i]) deps.push_back(op_of_[d]);
+      const OpId id = b_.add(o, deps);
+      out_.node_of.push_back(n.id());
+      const auto size = o.comm_bytes.value();
+      if (o.kind == OpKind::kCollective) {
+        out_.colls.push_back({id, n.id(), static_cast<int64_t>(o.collective), 0, size, static_cast<size_t>(o.group)});
+      } else if (o.kind == OpKind::kSend) {
+        out_.sends.push_back({id, n.id(), o.peer_device, o.tag, size, 0});
+      } else if (o.kind == OpKind::kRecv) {
+        out_.recvs.push_back({id, n.id(), o.peer_device, o.tag, size, 0});
+      }
+      if (auto mem = detail::int_list_attr(attr(n, "shardsim.mem"), file_, where(n))) {
+        if (mem->size() % 3 != 0)
+          throw InputError(file_, where(n) + "/shardsim.mem", "expected (kind, alloc, free) triples");
+        for (size_t k = 0; k < mem->size(); k += 3) {
+          if ((*mem)[k] < 0 || (*mem)[k] >= kMemKinds)
+            throw InputError(file_, where(n) + "/shardsim.mem", "unknown kind");
+          b_.memory(id, static_cast<MemKind>((*mem)[k]), Bytes((*mem)[k + 1]), Bytes((*mem)[k + 2]));
+        }
+      }
+    }
+    if (streams_.empty()) stream("compute");
+    out_.program = std::move(b_).finish();
+  }
+
+  std::string file_;
+  int64_t rank_, ranks_;
+  const ReadOptions& opt_;
+  GroupTable& groups_;
+  std::span<const Node* const> nodes_;
+  std::array<const AttributeProto*, kKnownAttrCount> slot_{};
+  const Node* indexed_ = nullptr;
+  std::unordered_map<uint64_t, size_t> place_;
+  std::vector<std::vector<size_t>> deps_;
+  std::vector<size_t> order_;
+  std::vector<OpId> op_of_;
+  std::map<std::string, StreamId> streams_;
+  ProgramBuilder b_;
+  RankBuild out_;
+};
+
+}  // namespace
+
+namespace {
+
+/// FNV-1a over 8-byte words (then the tail's bytes): a content hash of
+/// hundreds of megabytes at memory speed.
+uint64_t fnv(uint64_t h, const std::string& bytes) {
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + i, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  for (; i < bytes.size(); ++i) h = (h ^ static_cast<unsigned char>(bytes[i])) * 0x100000001b3ull;
+  return h;
+}
+
+/// The ranks' files of `dir`: PREFIX.<rank>.et or .et.gz, one prefix,
+/// ranks 0..n-1.
+std::vector<std::string> rank_files(const std::string& dir, std::string& prefix) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "expected a directory of Chakra traces");
+  const std::regex name(R"((.+)\.([0-9]{1,9})\.et(\.gz)?)");
+  std::map<int64_t, std::string> by_rank;
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path().filename().string());
+  if (ec) throw InputError(dir, "", "cannot list the directory: " + ec.message());
+  std::sort(entries.begin(), entries.end());
+  for (const std::string& f : entries) {
+    std::smatch m;
+    if (!std::regex_match(f, m, name)) continue;
+    if (prefix.empty()) prefix = m[1];
+    if (m[1] != prefix) {
+      throw InputError(dir, "", "files of two traces: " + prefix + ".*.et and " + std::string(m[1]) + ".*.et");
+    }
+    const int64_t r = std::stoll(m[2]);
+    if (!by_rank.try_emplace(r, (fs::path(dir) / f).string()).second) {
+      throw InputError(dir, "", "rank " + std::to_string(r) + " has two files (" + f + ")");
+    }
+  }
+  if (by_rank.empty()) throw InputError(dir, "", "no Chakra trace files (PREFIX.<rank>.et) in the directory");
+  std::vector<std::string> out;
+  for (const auto& [r, f] : by_rank) {
+    if (r != static_cast<int64_t>(out.size())) {
+      throw InputError(dir, "",
+                       "ranks 0.." + std::to_string(by_rank.rbegin()->first) + " expected, rank " +
+                           std::to_string(out.size()) + " has no file");
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+/// comm_groups.json: {"<id>": [ranks], ...}.
+std::map<std::string, std::vector<int64_t>> read_groups_file(const std::string& file, const std::string& text,
+                                                             int64_t ranks) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    throw InputError(file, "", "expected a JSON object of groups: {\"1\": [0, 1], ...}");
+  }
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& [name, members] : j.items()) {
+    if (!members.is_array() || members.empty()) {
+      throw InputError(file, "/" + name, "expected a non-empty array of ranks");
+    }
+    std::set<int64_t> seen;
+    std::vector<int64_t>& list = out[name];
+    for (size_t i = 0; i < members.size(); ++i) {
+      const auto& r = members[i];
+      if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() >= ranks) {
+        throw InputError(file, "/" + name + "/" + std::to_string(i),
+                         "expected a rank of the trace (0.." + std::to_string(ranks - 1) + ")");
+      }
+      if (!seen.insert(r.get<int64_t>()).second) {
+        throw InputError(file, "/" + name + "/" + std::to_string(i), "rank " + r.dump() + " is listed twice");
+      }
+      list.push_back(r.get<int64_t>());
+    }
+  }
+  return out;
+}
+
+std::string describe(const CommRecord& c, bool collective) {
+  return (collective ? coll_name(c.a) : std::string("transfer")) + " of " + std::to_string(c.bytes) + " bytes";
+}
+
+/// Every member of a group runs the same collectives on it, in the same
+/// order (count, type, size).
+void check_collectives(const std::vector<RankBuild>& ranks, const GroupTable& groups) {
+  const auto& list = groups.list();
+  for (size_t g = 0; g < list.size(); ++g) {
+    const std::string gname = "\"" + groups.name(g) + "\"";
+    std::vector<const CommRecord*> first;
+    const RankBuild& r0 = ranks[list[g][0]];
+    for (const CommRecord& c : r0.colls) {
+      if (c.group == g) first.push_back(&c);
+    }
+    for (size_t i = 1; i < list[g].size(); ++i) {
+      const uint32_t m = list[g][i];
+      size_t k = 0;
+      for (const CommRecord& c : ranks[m].colls) {
+        if (c.group != g) continue;
+        if (k == first.size()) {
+          throw InputError(ranks[m].file, node_path(c.node),
+                           "collective " + std::to_string(k + 1) + " on group " + gname + " has no match: rank " +
+                               std::to_string(list[g][0]) + " runs " + std::to_string(first.size()) + " on it");
+        }
+        const CommRecord& f = *first[k];
+        if (c.a != f.a || c.bytes != f.bytes) {
+          throw InputError(ranks[m].file, node_path(c.node),
+                           "collective " + std::to_string(k + 1) + " on group " + gname + " is " + describe(c, true) +
+                               ", rank " + std::to_string(list[g][0]) + "'s (node " + std::to_string(f.node) + ") " +
+                               describe(f, true));
+        }
+        ++k;
+      }
+      if (k != first.size()) {
+        throw InputError(ranks[m].file, "/",
+                         "runs " + std::to_string(k) + " collectives on group " + gname + ", rank " +
+                             std::to_string(list[g][0]) + " " + std::to_string(first.size()));
+      }
+    }
+  }
+}
+
+/// The k-th send of each (sender, receiver, tag) meets the receiver's k-th
+/// receive from the sender with that tag, of the same size.
+void check_transfers(const std::vector<RankBuild>& ranks) {
+  using Key = std::tuple<int64_t, int64_t, int64_t>;  // sender, receiver, tag
+  std::map<Key, std::pair<std::vector<const CommRecord*>, std::vector<const CommRecord*>>> channels;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    for (const CommRecord& c : ranks[r].sends) channels[{static_cast<int64_t>(r), c.a, c.tag}].first.push_back(&c);
+    for (const CommRecord& c : ranks[r].recvs) channels[{c.a, static_cast<int64_t>(r), c.tag}].second.push_back(&c);
+  }
+  for (const auto& [key, ends] : channels) {
+    const auto [src, dst, tag] = key;
+    const auto& [sends, recvs] = ends;
+    const std::string ch =
+        "rank " + std::to_string(src) + " to rank " + std::to_string(dst) + " with tag " + std::to_string(tag);
+    for (size_t k = 0; k < std::min(sends.size(), recvs.size()); ++k) {
+      if (sends[k]->bytes != recvs[k]->bytes) {
+        throw InputError(ranks[static_cast<size_t>(dst)].file, node_path(recvs[k]->node),
+                         "receive " + std::to_string(k + 1) + " from " + ch + " is of " +
+                             std::to_string(recvs[k]->bytes) + " bytes, the send (node " +
+                             std::to_string(sends[k]->node) + ") of " + std::to_string(sends[k]->bytes));
+      }
+    }
+    if (sends.size() > recvs.size()) {
+      throw InputError(ranks[static_cast<size_t>(src)].file, node_path(sends[recvs.size()]->node),
+                       "a send from " + ch + " that no receive meets (" + std::to_string(sends.size()) + " sends, " +
+                           std::to_string(recvs.size()) + " receives)");
+    }
+    if (recvs.size() > sends.size()) {
+      throw InputError(ranks[static_cast<size_t>(dst)].file, node_path(recvs[sends.size()]->node),
+                       "a receive from " + ch + " that no send meets (" + std::to_string(sends.size()) + " sends, " +
+                           std::to_string(recvs.size()) + " receives)");
+    }
+  }
+}
+
+}  // namespace
+
+Trace read_trace(const std::string& dir, const ReadOptions& opt) {
+  Trace t;
+  const std::vector<std::string> files = rank_files(dir, t.prefix);
+  t.ranks = static_cast<int64_t>(files.size());
+  if (opt.devices > 0 && t.ranks > opt.devices) {
+    throw InputError(
+        dir, "",
+        "the trace has " + std::to_string(t.ranks) + " ranks, the cluster " + std::to_string(opt.devices) + " devices");
+  }
+  uint64_t hash = 0xcbf29ce484222325ull;
+  // Groups: comm_groups.json, else the process groups a PyTorch trace's
+  // metadata nodes name (a first pass over the files).
+  std::map<std::string, std::vector<int64_t>> named;
+  std::string source;
+  const std::string groups_file = (fs::path(dir) / "comm_groups.json").string();
+  std::error_code ec;
+  if (fs::exists(groups_file, ec)) {
+    const std::string text = read_file_text(groups_file);
+    hash = fnv(hash, text);
+    named = read_groups_file(groups_file, text, t.ranks);
+    source = "comm_groups.json";
+  } else {
+    for (const std::string& f : files) {
+      const detail::Messages m = detail::decode(read_file_text(f), f);
+      for (const Node* n : m.nodes) {
+        if (n->type() != ChakraProtoMsg::METADATA_NODE) continue;
+        for (auto& [name, ranks] : process_groups(*n)) named.try_emplace(name, ranks);
+      }
+    }
+    for (const auto& [name, ranks] : named) {
+      for (int64_t r : ranks) {
+        if (r < 0 || r >= t.ranks) {
+          throw InputError(
+              dir, "",
+              "process group \"" + name + "\" names rank " + std::to_string(r) + " of " + std::to_string(t.ranks));
+        }
+      }
+    }
+    if (!named.empty()) source = "the process-group metadata";
+  }
+  GroupTable groups(t.ranks, named, source);
+  std::vector<RankBuild> ranks;
+  ranks.reserve(files.size());
+  for (size_t r = 0; r < files.size(); ++r) {
+    const std::string bytes = read_file_text(files[r]);
+    hash = fnv(hash, bytes);
+    const detail::Messages m = detail::decode(bytes, files[r]);
+    t.nodes += static_cast<int64_t>(m.nodes.size());
+    RankReader reader(files[r], static_cast<int64_t>(r), t.ranks, opt, groups);
+    ranks.push_back(reader.read(m, t.producer));
+  }
+  check_collectives(ranks, groups);
+  check_transfers(ranks);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    t.programs.stages.push_back(std::move(ranks[r].program));
+    t.programs.program_of.push_back(static_cast<uint32_t>(r));
+    t.programs.pipelined = t.programs.pipelined || ranks[r].meta.pipelined;
+    t.meta.push_back(std::move(ranks[r].meta));
+    t.node_of.push_back(std::move(ranks[r].node_of));
+    t.files.push_back(files[r]);
+  }
+  // Devices beyond the ranks idle.
+  if (opt.devices > t.ranks) {
+    ProgramBuilder idle;
+    idle.add_stream("compute");
+    t.programs.stages.push_back(std::move(idle).finish());
+    for (int64_t d = t.ranks; d < opt.devices; ++d) {
+      t.programs.program_of.push_back(static_cast<uint32_t>(t.ranks));
+    }
+  }
+  t.programs.groups = groups.list();
+  t.content_hash = hash;
+  return t;
+}
+
+}  // namespace shardsim::chakra
