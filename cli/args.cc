@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 
 namespace shardsim::cli {
 
@@ -106,18 +105,6 @@ void take_scenario_file(const std::string& cmd, const std::string& a, std::strin
   if (!a.empty() && a[0] == '-') throw UsageError(prefix + "unknown option " + a);
   if (!file.empty()) throw UsageError(prefix + "one scenario file expected, got a second: " + a);
   file = a;
-}
-
-std::string trace_scenario_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(path, ec)) return path;
-  const std::string scenario = (std::filesystem::path(path) / "scenario.json").string();
-  if (!std::filesystem::exists(scenario, ec)) {
-    throw UsageError(path +
-                     " is a directory without scenario.json: give a scenario whose \"workload\" is "
-                     "{\"kind\": \"chakra\", \"dir\": ...} and whose cluster runs it");
-  }
-  return scenario;
 }
 
 }  // namespace shardsim::cli

@@ -34,8 +34,5 @@ double parse_seconds(const std::string& flag, const std::string& v);
 /// UsageError for an unknown option or a second file. `cmd` prefixes the
 /// message ("run: unknown option --x"); "" for none.
 void take_scenario_file(const std::string& cmd, const std::string& a, std::string& file);
-/// A directory (a trace `shardsim export chakra` wrote) stands for its
-/// scenario.json; a file is itself. UsageError for a directory without one.
-std::string trace_scenario_file(const std::string& path);
 
 }  // namespace shardsim::cli

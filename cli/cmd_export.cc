@@ -42,11 +42,14 @@ int cmd_export(const std::vector<std::string>& args) {
   }
   std::string file, out;
   std::vector<Override> sets;
+  bool json = false;
   ChakraExportOptions opt;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--out") {
       out = take_value(args, i);
+    } else if (a == "--json") {
+      json = true;
     } else if (a == "--prefix") {
       opt.prefix = take_value(args, i);
     } else if (a == "--set") {
@@ -68,7 +71,7 @@ int cmd_export(const std::vector<std::string>& args) {
   }
   const ChakraExportSummary r = export_chakra(s, out, opt);
   if (opt.progress) std::fputs("\r\033[K", stderr);
-  std::fputs(chakra_export_summary_text(r).c_str(), stdout);
+  std::fputs((json ? chakra_export_summary_json(r) : chakra_export_summary_text(r)).c_str(), stdout);
   return 0;
 }
 

@@ -61,7 +61,6 @@ int cmd_simulate(const std::vector<std::string>& args) {
   }
   if (file.empty()) throw UsageError("simulate: expected a scenario file (shardsim --help)");
   if (trace_devices_given && trace_file.empty()) throw UsageError("--trace-devices: needs --trace FILE");
-  file = trace_scenario_file(file);
   Scenario s = load_scenario(file, sets);
   if (retime) {
     if (!s.workload.present) throw UsageError("--retime: the scenario's workload is not a trace");

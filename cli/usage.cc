@@ -47,6 +47,28 @@ Usage:
                            a worker process; CM02 by default, or LV08 with
                            --set simulator.simgrid_network_model=LV08).
                            Same as --set simulator.backend=B.
+      SCENARIO may also be a scenario whose "workload" is {"kind": "chakra",
+      "dir": DIR} instead of a model and a plan, or a directory of Chakra
+      traces with its scenario.json (what export chakra writes): each rank's
+      recorded program runs on the scenario's cluster (docs/chakra.md).
+      --retime             a trace's compute nodes with FLOPs or bytes take
+                           the compute model's time on the cluster's chip,
+                           not their recorded one
+
+  shardsim export chakra SCENARIO --out DIR [--prefix P] [--set PATH=VALUE]...
+                         [--json]
+      Write the step as a Chakra execution trace (MLCommons): DIR/P.<rank>.et
+      for every device (P is "shardsim" by default), comm_groups.json (for
+      ASTRA-sim's --comm-group-configuration) and scenario.json, which
+      `shardsim simulate DIR` runs. DIR must not exist or be empty; an
+      error leaves nothing. --json: the summary as one object (dir, prefix,
+      ranks, nodes, groups, bytes, wall_s).
+
+  shardsim chakra dump FILE.et [--out TEXT]
+  shardsim chakra pack TEXT --out FILE.et
+      A Chakra trace file as protobuf text (to stdout by default), and such
+      text (a "# GlobalMetadata" block, then "# Node" blocks) back into a
+      file: for reading traces and writing small ones by hand.
 
   shardsim whatif SCENARIO [--speedup LEVER=K]... [--factor K] [--jobs J]
                   [--set PATH=VALUE]... [--json]

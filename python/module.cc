@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "shardsim/app/chakra.h"
 #include "shardsim/app/collective.h"
 #include "shardsim/app/compare.h"
 #include "shardsim/app/search.h"
@@ -71,6 +72,15 @@ std::string py_simulate(const std::string& scenario, bool is_path, const Pairs& 
   const StepRun run = simulate_step(s, opt);
   if (!trace.empty()) write_step_trace(trace, run);
   return step_report_json(run.report);
+}
+
+std::string py_export_chakra(const std::string& scenario, bool is_path, const Pairs& overrides, const std::string& out,
+                             const std::string& prefix) {
+  py::gil_scoped_release release;
+  const Scenario s = load(scenario, is_path, overrides);
+  ChakraExportOptions opt;
+  opt.prefix = prefix;
+  return chakra_export_summary_json(export_chakra(s, out, opt));
 }
 
 std::string py_serve(const std::string& scenario, bool is_path, const Pairs& overrides, const std::string& trace,
@@ -212,6 +222,7 @@ PYBIND11_MODULE(_shardsim, m) {
   m.def("sweep_sizes", &collective_sweep_sizes);
   m.def("sweep", &py_sweep);
   m.def("whatif", &py_whatif);
+  m.def("export_chakra", &py_export_chakra);
   m.def("presets", &py_presets);
   m.def("preset", &py_preset);
 }

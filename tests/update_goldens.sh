@@ -36,4 +36,25 @@ for f in *.args; do
   rm -f /tmp/shardsim_golden_err.$$
 done
 done
+# Hand-written Chakra traces: packed into a scratch directory and simulated
+# there, as tests/golden/run_golden.cmake does.
+for case in "$here"/golden/chakra/*/; do
+  work=$(mktemp -d)
+  for t in "$case"*.txt; do
+    "$bin" chakra pack "$t" --out "$work/$(basename "${t%.txt}").et"
+  done
+  for extra in scenario.json comm_groups.json; do
+    if [ -f "$case$extra" ]; then cp "$case$extra" "$work/"; fi
+  done
+  set +e
+  out=$(cd "$work" && "$bin" simulate . --json --no-timing 2>/tmp/shardsim_golden_err.$$)
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ]; then
+    printf 'exit %s\n%s\n' "$rc" "$out" > "${case}expected"
+  else
+    { printf 'exit %s\n' "$rc"; cat /tmp/shardsim_golden_err.$$; } > "${case}expected"
+  fi
+  rm -rf "$work" /tmp/shardsim_golden_err.$$
+done
 echo "goldens regenerated with $bin"

@@ -143,4 +143,16 @@ std::string chakra_export_summary_text(const ChakraExportSummary& r) {
   return o;
 }
 
+std::string chakra_export_summary_json(const ChakraExportSummary& r) {
+  Json j;
+  j["dir"] = r.dir;
+  j["prefix"] = r.prefix;
+  j["ranks"] = r.ranks;
+  j["nodes"] = r.nodes;
+  j["groups"] = r.groups;
+  j["bytes"] = r.bytes;
+  j["wall_s"] = r.wall_s;
+  return j.dump(2) + "\n";
+}
+
 }  // namespace shardsim

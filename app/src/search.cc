@@ -117,6 +117,11 @@ StepReport simulate_plan(const Scenario& base, const Plan& plan, int64_t devices
 
 SearchResult search_plans(const Scenario& base, const std::vector<int64_t>& device_counts,
                           const SearchOptions& options) {
+  if (base.workload.present) {
+    throw InputError(base.file, "/workload",
+                     "a trace workload has no model or plan to search over: search needs a scenario with a model "
+                     "and a plan (export the trace from one, or search that scenario)");
+  }
   SearchResult result;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<PlanCandidate> cands = enumerate_plans(base, device_counts, result.counts);

@@ -253,7 +253,8 @@ bool replica_is_a_node(const Scenario& s) {
 }
 
 bool use_replica_shortcut(const Scenario& s, ReplicaShortcut mode) {
-  if (s.plan.dp <= 1 || mode == ReplicaShortcut::kOff) return false;
+  // A trace's ranks each run their own program: no replica stands for others.
+  if (s.workload.present || s.plan.dp <= 1 || mode == ReplicaShortcut::kOff) return false;
   return mode == ReplicaShortcut::kOn || s.cluster.devices > kReplicaShortcutDevices || replica_is_a_node(s);
 }
 

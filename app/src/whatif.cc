@@ -7,6 +7,7 @@
 
 #include "output.h"
 #include "shardsim/app/step.h"
+#include "shardsim/app/workload.h"
 #include "shardsim/core/error.h"
 #include "shardsim/core/parallel.h"
 #include "shardsim/workloads/lower.h"
@@ -59,7 +60,7 @@ double step_time(const Scenario& s) {
 }  // namespace
 
 std::vector<std::string> levers_of(const Scenario& s) {
-  const ProgramSet programs = lower_step(s);
+  const ProgramSet programs = step_programs(s).programs;  // lowered, or the trace's
   std::set<int> kinds;
   std::vector<std::string> streams;
   for (const Program& p : programs.stages) {

@@ -27,7 +27,8 @@ InputError deadlock_error(const Scenario& s, const StepPrograms& sp, const Deadl
   const Program& p = sp.programs.stages[sp.programs.program_of[d.device]];
   const uint64_t node = d.op < t.node_of[d.device].size() ? t.node_of[d.device][d.op] : 0;
   return InputError(t.files[d.device], "/node/" + std::to_string(node),
-                    "the trace deadlocks: this node (" + p.label(d.op) + ") never runs: every rank waits on another " +
+                    "the trace deadlocks: this node (" + p.label(d.op) +
+                        ") never completes: every rank waits on another " +
                         "(a collective or a receive whose peers wait in turn)");
 }
 

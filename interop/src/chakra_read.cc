@@ -749,9 +749,11 @@ void check_collectives(const std::vector<RankBuild>& ranks, const GroupTable& gr
         ++k;
       }
       if (k != first.size()) {
-        throw InputError(ranks[m].file, "/",
-                         "runs " + std::to_string(k) + " collectives on group " + gname + ", rank " +
-                             std::to_string(list[g][0]) + " " + std::to_string(first.size()));
+        // The first collective of the group's first rank that rank m lacks.
+        throw InputError(r0.file, node_path(first[k]->node),
+                         "collective " + std::to_string(k + 1) + " on group " + gname + " has no match: rank " +
+                             std::to_string(m) + " (" + fs::path(ranks[m].file).filename().string() + ") runs " +
+                             std::to_string(k) + " on it");
       }
     }
   }
@@ -795,8 +797,27 @@ void check_transfers(const std::vector<RankBuild>& ranks) {
 }  // namespace
 
 Trace read_trace(const std::string& dir, const ReadOptions& opt) {
+  TraceSource src;
+  src.where = dir;
+  src.files = rank_files(dir, src.prefix);
+  src.bytes_of = [&](size_t r) { return read_file_text(src.files[r]); };
+  const std::string groups_file = (fs::path(dir) / "comm_groups.json").string();
+  std::error_code ec;
+  std::string groups_text;
+  if (fs::exists(groups_file, ec)) {
+    groups_text = read_file_text(groups_file);
+    src.groups_file = groups_file;
+    src.groups_json = &groups_text;
+  }
+  return read_trace(src, opt);
+}
+
+Trace read_trace(const TraceSource& src, const ReadOptions& opt) {
   Trace t;
-  const std::vector<std::string> files = rank_files(dir, t.prefix);
+  const std::string& dir = src.where;
+  const std::vector<std::string>& files = src.files;
+  t.prefix = src.prefix;
+  if (files.empty()) throw InputError(dir, "", "no Chakra trace files (PREFIX.<rank>.et)");
   t.ranks = static_cast<int64_t>(files.size());
   if (opt.devices > 0 && t.ranks > opt.devices) {
     throw InputError(
@@ -808,16 +829,13 @@ Trace read_trace(const std::string& dir, const ReadOptions& opt) {
   // metadata nodes name (a first pass over the files).
   std::map<std::string, std::vector<int64_t>> named;
   std::string source;
-  const std::string groups_file = (fs::path(dir) / "comm_groups.json").string();
-  std::error_code ec;
-  if (fs::exists(groups_file, ec)) {
-    const std::string text = read_file_text(groups_file);
-    hash = fnv(hash, text);
-    named = read_groups_file(groups_file, text, t.ranks);
+  if (src.groups_json != nullptr) {
+    hash = fnv(hash, *src.groups_json);
+    named = read_groups_file(src.groups_file, *src.groups_json, t.ranks);
     source = "comm_groups.json";
   } else {
-    for (const std::string& f : files) {
-      const detail::Messages m = detail::decode(read_file_text(f), f);
+    for (size_t r = 0; r < files.size(); ++r) {
+      const detail::Messages m = detail::decode(src.bytes_of(r), files[r]);
       for (const Node* n : m.nodes) {
         if (n->type() != ChakraProtoMsg::METADATA_NODE) continue;
         for (auto& [name, ranks] : process_groups(*n)) named.try_emplace(name, ranks);
@@ -838,7 +856,7 @@ Trace read_trace(const std::string& dir, const ReadOptions& opt) {
   std::vector<RankBuild> ranks;
   ranks.reserve(files.size());
   for (size_t r = 0; r < files.size(); ++r) {
-    const std::string bytes = read_file_text(files[r]);
+    const std::string bytes = src.bytes_of(r);
     hash = fnv(hash, bytes);
     const detail::Messages m = detail::decode(bytes, files[r]);
     t.nodes += static_cast<int64_t>(m.nodes.size());

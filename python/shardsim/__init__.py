@@ -35,6 +35,7 @@ __all__ = [
     "collective",
     "sweep",
     "whatif",
+    "export_chakra",
     "validate",
     "compare",
     "presets",
@@ -214,6 +215,18 @@ def whatif(scenario, overrides=None, *, speedups=None, factor=2.0, jobs=0):
             raise TypeError("speedups: expected a dict of levers to factors, got " + type(speedups).__name__)
         pairs = [(str(k), float(v)) for k, v in speedups.items()]
     return json.loads(_shardsim.whatif(text, is_path, _overrides(overrides), pairs, float(factor), int(jobs)))
+
+
+def export_chakra(scenario, out, overrides=None, *, prefix="shardsim"):
+    """Writes the scenario's step as a Chakra execution trace into the new
+    directory ``out``: ``PREFIX.<rank>.et`` for every device,
+    comm_groups.json (ASTRA-sim's) and scenario.json, which
+    ``simulate(out)`` runs (docs/chakra.md). Returns the dict of
+    ``shardsim export chakra --json`` (dir, prefix, ranks, nodes, groups,
+    bytes, wall_s). ``simulate`` and the other calls take such a directory,
+    or any scenario whose "workload" is a trace, like a scenario file."""
+    text, is_path = _scenario(scenario)
+    return json.loads(_shardsim.export_chakra(text, is_path, _overrides(overrides), os.fspath(out), str(prefix)))
 
 
 def validate(directory, *, split=None, threads=0):

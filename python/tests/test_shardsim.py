@@ -229,3 +229,21 @@ def test_whatif_equals_the_cli_and_ranks_levers(cli):
     assert everything["together"] is None
     with pytest.raises(shardsim.ScenarioError, match="/simulator/speedup/warp"):
         shardsim.whatif(LLAMA8, speedups={"warp": 2})
+
+
+def test_export_chakra_then_simulate_the_directory(cli, tmp_path):
+    # A 2-rank pipeline exported as a Chakra trace simulates as its scenario,
+    # from Python and from the command alike; a second export into the same
+    # directory is refused.
+    scenario = "examples/realexec/tiny-gpt-cpu2-pp2.json"
+    out = tmp_path / "trace"
+    summary = shardsim.export_chakra(scenario, out)
+    assert summary["ranks"] == 2 and summary["nodes"] > 0 and summary["dir"] == str(out)
+    assert sorted(p.name for p in out.iterdir()) == ["comm_groups.json", "scenario.json", "shardsim.0.et", "shardsim.1.et"]
+    direct = shardsim.simulate(scenario, timing=False)
+    back = shardsim.simulate(out, timing=False)
+    assert back["step_time_s"] == pytest.approx(direct["step_time_s"], rel=1e-9)
+    assert back["memory"]["peak_bytes_per_device"] == direct["memory"]["peak_bytes_per_device"]
+    assert back == cli("simulate", str(out), "--json", "--no-timing")
+    with pytest.raises(ValueError, match="not an empty directory"):
+        shardsim.export_chakra(scenario, out)

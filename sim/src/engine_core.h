@@ -207,8 +207,9 @@ class EngineCore {
     find_symmetry_if_asked(ps, topo);
     // Only canonical devices run (all, without symmetry); with the replica
     // shortcut (an estimate) only those of data-parallel replica 0.
-    replica_estimate_ =
-        opt.replica_shortcut && mesh.size(MeshAxis::kDp) > 1 && sym_.group.step_of(mesh, MeshAxis::kDp) > 1;
+    // Per-rank programs (a trace) have no replicas: every rank runs.
+    replica_estimate_ = opt.replica_shortcut && !per_rank_ && mesh.size(MeshAxis::kDp) > 1 &&
+                        sym_.group.step_of(mesh, MeshAxis::kDp) > 1;
     active_.assign(devices_, opt.active_devices.empty() ? 1 : 0);
     for (uint32_t d : opt.active_devices) {
       if (d < devices_) active_[d] = 1;
@@ -838,6 +839,20 @@ class EngineCore {
         step = clocks_[d].end;
         crit = d;
       }
+    }
+    if (per_rank_) {
+      // A circle of waits shows first as a receive whose transfer never
+      // came: name the lowest such channel's (deterministically), else the
+      // first op left waiting on its dependencies.
+      uint64_t first = UINT64_MAX;
+      OpId op = 0;
+      for (const auto& [key, ch] : channels_) {
+        if (!ch.waiting.empty() && key < first) {
+          first = key;
+          op = ch.waiting.front();
+        }
+      }
+      if (first != UINT64_MAX) throw Deadlock(static_cast<uint32_t>(first >> 40), op);
     }
     for (uint32_t d = 0; d < devices_; ++d) {
       for (size_t i = rem_offset_[d]; i < rem_offset_[d + 1]; ++i) {

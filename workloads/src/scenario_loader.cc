@@ -391,6 +391,18 @@ std::string scenario_json(const Scenario& s) {
 }
 
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides) {
+  // A directory (a Chakra trace `shardsim export chakra` wrote) stands for
+  // its scenario.json.
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    const std::string scenario = (std::filesystem::path(file) / "scenario.json").string();
+    if (!std::filesystem::exists(scenario, ec)) {
+      throw InputError(file, "",
+                       "a directory without scenario.json: expected a scenario file, or a trace directory with the "
+                       "scenario that runs it (a \"workload\" of {\"kind\": \"chakra\", \"dir\": ...})");
+    }
+    return parse_scenario(read_file_text(scenario), scenario, overrides);
+  }
   return parse_scenario(read_file_text(file), file, overrides);
 }
 

@@ -39,7 +39,9 @@ struct ChakraExportSummary {
 /// UsageError (a directory in the way, a trace scenario) or InputError.
 ChakraExportSummary export_chakra(const Scenario& s, const std::string& dir, const ChakraExportOptions& options = {});
 
-/// A summary of it for the command line.
+/// A summary of it for the command line, and as one JSON object (dir,
+/// prefix, ranks, nodes, groups, bytes, wall_s).
 std::string chakra_export_summary_text(const ChakraExportSummary& r);
+std::string chakra_export_summary_json(const ChakraExportSummary& r);
 
 }  // namespace shardsim

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,6 +97,22 @@ struct Trace {
 /// (count, type, size), sends and receives that pair up. Throws InputError
 /// naming the file, the node and what was expected.
 Trace read_trace(const std::string& dir, const ReadOptions& options);
+
+/// Where read_trace(TraceSource) takes a trace's bytes from: rank r's file
+/// is named files[r] (for messages) and its bytes are bytes_of(r) (asked
+/// for when needed, possibly twice, so that a large trace is never held
+/// whole); groups_json, when set, is the text of comm_groups.json, named
+/// groups_file. What the fuzzer reads from memory.
+struct TraceSource {
+  std::string where;   ///< the directory, for messages about the whole trace
+  std::string prefix;  ///< of the files' names
+  std::vector<std::string> files;
+  std::function<std::string(size_t)> bytes_of;
+  std::string groups_file;
+  const std::string* groups_json = nullptr;
+};
+/// read_trace(dir, options) with the files given.
+Trace read_trace(const TraceSource& source, const ReadOptions& options);
 
 /// A rank's file as text: "# GlobalMetadata" and each "# Node" on a line,
 /// then the message in protobuf text format. For reading a trace and for

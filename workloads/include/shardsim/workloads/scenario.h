@@ -176,8 +176,9 @@ struct Override {
   std::string value;
 };
 
-/// Reads, applies overrides to, and validates a scenario file. Throws
-/// InputError naming the file and JSON path on any problem.
+/// Reads, applies overrides to, and validates a scenario file (a directory
+/// stands for its scenario.json: a Chakra trace's). Throws InputError
+/// naming the file and JSON path on any problem.
 Scenario load_scenario(const std::string& file, const std::vector<Override>& overrides = {});
 /// Same, from JSON text (`name` is used in messages).
 Scenario parse_scenario(const std::string& text, const std::string& name, const std::vector<Override>& overrides = {});
