@@ -35,13 +35,29 @@ InputError deadlock_error(const Scenario& s, const StepPrograms& sp, const Deadl
 MemoryReport trace_memory(const chakra::Trace& t, const ProgramSet& programs, int64_t capacity_bytes) {
   MemoryReport best;
   best.capacity_bytes = capacity_bytes;
+  bool any = false;
+  for (const chakra::RankMeta& meta : t.meta) any = any || meta.memory.present || meta.traced_tensors;
+  if (!any) {
+    best.known = false;
+    return best;
+  }
   for (int64_t r = 0; r < t.ranks; ++r) {
-    const chakra::RankMemory& m = t.meta[static_cast<size_t>(r)].memory;
+    const chakra::RankMeta& meta = t.meta[static_cast<size_t>(r)];
+    const chakra::RankMemory& m = meta.memory;
+    const Program& program = programs.stages[static_cast<size_t>(r)];
     if (!m.present) {
-      MemoryReport unknown;
-      unknown.capacity_bytes = capacity_bytes;
-      unknown.known = false;
-      return unknown;
+      // A foreign rank: the peak of the device tensors its nodes name, each
+      // live from the first node naming it to the last (none: nothing).
+      MemoryReport rep;
+      rep.capacity_bytes = capacity_bytes;
+      const ProgramMemory w = walk_program_memory(program);
+      rep.components.push_back({"traced_tensors", w.peak});
+      rep.peak_bytes_per_device = w.peak;
+      rep.fits = w.peak <= capacity_bytes;
+      if (meta.traced_tensors && program.size() > 0)
+        rep.peak_at = "rank " + std::to_string(r) + ": " + program.label(w.peak_op);
+      if (r == 0 || rep.peak_bytes_per_device > best.peak_bytes_per_device) best = rep;
+      continue;
     }
     StageMemoryModel model;
     for (const auto& [name, bytes] : m.resident) model.resident.push_back({name, bytes});
@@ -49,8 +65,7 @@ MemoryReport trace_memory(const chakra::Trace& t, const ProgramSet& programs, in
     model.finish = m.finish;
     model.allocator_overhead = m.allocator_overhead;
     model.reserved_bytes = m.reserved_bytes;
-    const MemoryReport rep = stage_memory_report(model, programs.stages[static_cast<size_t>(r)], capacity_bytes,
-                                                 "rank " + std::to_string(r));
+    const MemoryReport rep = stage_memory_report(model, program, capacity_bytes, "rank " + std::to_string(r));
     if (r == 0 || rep.peak_bytes_per_device > best.peak_bytes_per_device) best = rep;
   }
   return best;

@@ -29,12 +29,14 @@
 #include <set>
 #include <span>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "chakra_io.h"
 #include "shardsim/core/error.h"
 #include "shardsim/core/read_file.h"
 #include "shardsim/interop/chakra.h"
+#include "traced_tensors.h"
 
 namespace shardsim::chakra {
 
@@ -585,6 +587,60 @@ class RankReader {
     return o;
   }
 
+  /// A storage's life in program order: from the first op naming one of
+  /// its tensors to the last, `bytes` its largest extent.
+  struct TensorLife {
+    OpId first = 0, last = 0;
+    int64_t bytes = 0;
+  };
+
+  /// Notes the device tensors node `n` names (its inputs' and outputs'
+  /// values, a converted PyTorch trace's) as used by op `id`.
+  void note_tensors(const Node& n, OpId id) {
+    if (n.inputs().values().empty() && n.outputs().values().empty()) return;
+    tensors_.clear();
+    detail::traced_tensors(n.inputs().values(), tensors_);
+    detail::traced_tensors(n.outputs().values(), tensors_);
+    for (const detail::TracedTensor& t : tensors_) {
+      if (t.host) continue;
+      // A tensor's bytes up to 64 GiB (more than any accelerator holds in
+      // one tensor), so that sums over a trace cannot overflow.
+      constexpr int64_t kCap = int64_t{1} << 36;
+      const int64_t extent = std::min(kCap, t.offset) + std::min(kCap, t.numel);  // elements
+      const int64_t bytes = std::min(kCap, extent * std::min<int64_t>(t.itemsize, 64));
+      const int64_t key = t.storage_id > 0 ? t.storage_id : -t.tensor_id - 1;
+      const auto [it, fresh] = lives_.try_emplace(key, TensorLife{id, id, bytes});
+      if (!fresh) {
+        it->second.last = id;
+        it->second.bytes = std::max(it->second.bytes, bytes);
+      }
+    }
+  }
+
+  /// A foreign trace's memory: each storage allocated when the first op
+  /// naming it starts and freed when the last ends (ProgramBuilder::memory,
+  /// walked by workloads/memory.h in program order).
+  void tensor_memory_events() {
+    if (lives_.empty() || out_.meta.memory.present) return;
+    std::vector<std::tuple<OpId, int64_t, int64_t>> ev;  // op, alloc, free
+    ev.reserve(2 * lives_.size());
+    for (const auto& [key, life] : lives_) {
+      ev.emplace_back(life.first, life.bytes, 0);
+      ev.emplace_back(life.last, 0, life.bytes);
+    }
+    std::sort(ev.begin(), ev.end());
+    for (size_t i = 0; i < ev.size();) {
+      const OpId op = std::get<0>(ev[i]);
+      int64_t alloc = 0, free = 0;
+      for (; i < ev.size() && std::get<0>(ev[i]) == op; ++i) {
+        alloc += std::get<1>(ev[i]);
+        free += std::get<2>(ev[i]);
+      }
+      b_.memory(op, MemKind::kActivation, Bytes(alloc), Bytes(free));
+    }
+    out_.meta.traced_tensors = true;
+  }
+
   void build() {
     std::vector<OpId> deps;
     for (size_t i : order_) {
@@ -593,6 +649,7 @@ class RankReader {
       deps.clear();
       for (size_t d : deps_[i]) deps.push_back(op_of_[d]);
       const OpId id = b_.add(o, deps);
+      note_tensors(n, id);
       out_.node_of.push_back(n.id());
       const auto size = o.comm_bytes.value();
       if (o.kind == OpKind::kCollective) {
@@ -612,6 +669,7 @@ class RankReader {
         }
       }
     }
+    tensor_memory_events();
     if (streams_.empty()) stream("compute");
     out_.program = std::move(b_).finish();
   }
@@ -630,6 +688,8 @@ class RankReader {
   std::map<std::string, StreamId> streams_;
   ProgramBuilder b_;
   RankBuild out_;
+  std::vector<detail::TracedTensor> tensors_;
+  std::unordered_map<int64_t, TensorLife> lives_;
 };
 
 }  // namespace

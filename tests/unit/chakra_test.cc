@@ -140,6 +140,34 @@ TEST(Chakra, RetimeTakesTheComputeModelsTimeForNodesWithFlops) {
   EXPECT_GT(retimed.report.step_time_s, 2e12 / s.cluster.chip.bf16_peak.value());
 }
 
+TEST(Chakra, MemoryOfAForeignTraceIsThePeakOfItsLiveTensors) {
+  // PyTorch ET tensors [tensor_id, storage_id, offset, numel, itemsize,
+  // device]: storage 10 (a view reaching element 1536 of 2-byte elements:
+  // 3072 bytes) lives over nodes 1-2, storage 11 (4096 x 4 = 16384 bytes)
+  // over nodes 2-3, a host tensor is not device memory. Peak at node 2:
+  // 3072 + 16384 bytes.
+  auto io = [](const char* field, const char* values) {
+    return std::string(field) + " { values: \"" + values + "\" }\n";
+  };
+  const std::string r0 =
+      meta() + comp(1, 10, "", io("outputs", "[[1, 10, 0, 1024, 2, 'cuda:0']]")) +
+      comp(2, 10, dep(1),
+           io("inputs", "[[1, 10, 0, 1024, 2, 'cuda:0'], [2, 10, 512, 1024, 2, 'cuda:0'], 3, False, None, 'x']") +
+               io("outputs", "[[4, 11, 0, 4096, 4, 'cuda:0'], [5, 12, 0, 1000000, 4, 'cpu']]")) +
+      comp(3, 10, dep(2), io("inputs", "[[4, 11, 0, 4096, 4, 'cuda:0']]"));
+  const StepRun run = run_text("tensors", {r0, meta()}, "");
+  EXPECT_TRUE(run.report.memory.known);
+  EXPECT_EQ(run.report.memory.peak_bytes_per_device, 3072 + 16384);
+  EXPECT_EQ(testing::component(run.report.memory, "traced_tensors"), 3072 + 16384);
+  EXPECT_NE(run.report.memory.peak_at.find("rank 0"), std::string::npos) << run.report.memory.peak_at;
+  EXPECT_NE(run.report.memory.peak_at.find("c2"), std::string::npos) << run.report.memory.peak_at;
+  EXPECT_TRUE(run.report.memory.fits);
+  // Values that are not a list literal name no tensors (and break nothing).
+  const StepRun odd =
+      run_text("odd_values", {meta() + comp(1, 10, "", io("inputs", "[[1, 2, 0, 5, 2, 'cuda:0'")), meta()}, "");
+  EXPECT_FALSE(odd.report.memory.known);
+}
+
 // ---- export and read back ----
 
 /// Exports `s`, reads the directory back through its scenario.json and

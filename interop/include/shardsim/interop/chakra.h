@@ -35,6 +35,10 @@ struct RankMeta {
   int64_t tokens_per_step = 0;  ///< 0: unknown
   bool pipelined = false;       ///< idle time is pipeline bubble
   RankMemory memory;
+  /// A foreign trace whose nodes name device tensors (a converted PyTorch
+  /// trace's inputs and outputs): the program carries their memory events,
+  /// each storage live from the first op naming it to the last.
+  bool traced_tensors = false;
 };
 
 /// One rank's file to write.
