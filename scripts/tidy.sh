@@ -38,7 +38,7 @@ fi
 # Compiler chatter (warning counts from system headers) is dropped; findings
 # remain. xargs exits non-zero when any clang-tidy did.
 includes=()
-for part in core topology workloads; do includes+=("--extra-arg=-I$PWD/$part/include"); done
+for part in core topology workloads interop; do includes+=("--extra-arg=-I$PWD/$part/include"); done
 set +e
 printf '%s\n' "${files[@]}" |
   xargs -P "$(nproc)" -n 1 clang-tidy -p "$build" --quiet --extra-arg=-Wno-unknown-warning-option "${includes[@]}" 2>&1 |

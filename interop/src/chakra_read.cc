@@ -301,7 +301,6 @@ class RankReader {
         case ChakraProtoMsg::COMM_SEND_NODE:
         case ChakraProtoMsg::COMM_RECV_NODE:
         case ChakraProtoMsg::INVALID_NODE:
-          break;
         case ChakraProtoMsg::METADATA_NODE:
           break;
         case ChakraProtoMsg::MEM_LOAD_NODE:
@@ -309,6 +308,12 @@ class RankReader {
           throw InputError(file_, where(n) + "/type",
                            "MEM_LOAD / MEM_STORE (remote memory transfers in ASTRA-sim) are not modelled: expected "
                            "COMP, COMM_COLL, COMM_SEND, COMM_RECV, METADATA or INVALID nodes");
+        case ChakraProtoMsg::STORAGE_NODE:
+        case ChakraProtoMsg::BATCH_NODE:
+        case ChakraProtoMsg::CHECKPOINT_NODE:
+          throw InputError(file_, where(n) + "/type",
+                           "storage, batch and checkpoint nodes (the schema's file-system and I/O extensions) are "
+                           "not modelled: expected COMP, COMM_COLL, COMM_SEND, COMM_RECV, METADATA or INVALID nodes");
         default:
           throw InputError(file_, where(n) + "/type",
                            "unknown node type " + std::to_string(static_cast<int>(n.type())));

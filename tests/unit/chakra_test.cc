@@ -295,6 +295,8 @@ TEST(Chakra, ReaderNamesFileNodeAndExpectation) {
        "",
        "trace.0.et",
        "/node/1"},
+      {"storage_node", {et(meta() + "# Node\nid: 1\nname: \"x\"\ntype: STORAGE_NODE\n"), ok}, "", "trace.0.et",
+       "/node/1/type"},
       {"bad_groups_json", {ok, ok}, "{\"1\": [0, ", "comm_groups.json", ""},
       {"more_ranks_than_devices", {ok, ok, ok}, "", "", ""},
   };
