@@ -20,20 +20,28 @@ for f in *.json; do
   if [ "$rc" -ne 2 ]; then echo "error case $f exited $rc, expected 2" >&2; exit 1; fi
 done
 done
+# record EXPECTED COMMAND...: "exit N" then the command's stdout (exit 0)
+# or its stderr (any other exit) into EXPECTED.
+record() {
+  local expected=$1 err rc out
+  shift
+  err=$(mktemp)
+  set +e
+  out=$("$@" 2>"$err")
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ]; then
+    printf 'exit %s\n%s\n' "$rc" "$out" > "$expected"
+  else
+    { printf 'exit %s\n' "$rc"; cat "$err"; } > "$expected"
+  fi
+  rm -f "$err"
+}
 for dir in commands simgrid; do
 cd "$here/golden/$dir"
 for f in *.args; do
   read -r -a argv < "$f"
-  set +e
-  out=$("$bin" "${argv[@]}" 2>/tmp/shardsim_golden_err.$$)
-  rc=$?
-  set -e
-  if [ "$rc" -eq 0 ]; then
-    printf 'exit %s\n%s\n' "$rc" "$out" > "${f%.args}.expected"
-  else
-    { printf 'exit %s\n' "$rc"; cat /tmp/shardsim_golden_err.$$; } > "${f%.args}.expected"
-  fi
-  rm -f /tmp/shardsim_golden_err.$$
+  record "${f%.args}.expected" "$bin" "${argv[@]}"
 done
 done
 # Hand-written Chakra traces: packed into a scratch directory and simulated
@@ -46,15 +54,7 @@ for case in "$here"/golden/chakra/*/; do
   for extra in scenario.json comm_groups.json; do
     if [ -f "$case$extra" ]; then cp "$case$extra" "$work/"; fi
   done
-  set +e
-  out=$(cd "$work" && "$bin" simulate . --json --no-timing 2>/tmp/shardsim_golden_err.$$)
-  rc=$?
-  set -e
-  if [ "$rc" -eq 0 ]; then
-    printf 'exit %s\n%s\n' "$rc" "$out" > "${case}expected"
-  else
-    { printf 'exit %s\n' "$rc"; cat /tmp/shardsim_golden_err.$$; } > "${case}expected"
-  fi
-  rm -rf "$work" /tmp/shardsim_golden_err.$$
+  (cd "$work" && record "${case}expected" "$bin" simulate . --json --no-timing)
+  rm -rf "$work"
 done
 echo "goldens regenerated with $bin"
