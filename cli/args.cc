@@ -1,5 +1,7 @@
 #include "args.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 
@@ -105,6 +107,11 @@ void take_scenario_file(const std::string& cmd, const std::string& a, std::strin
   if (!a.empty() && a[0] == '-') throw UsageError(prefix + "unknown option " + a);
   if (!file.empty()) throw UsageError(prefix + "one scenario file expected, got a second: " + a);
   file = a;
+}
+
+bool progress_wanted() {
+  const char* ci = std::getenv("CI");
+  return ::isatty(STDERR_FILENO) && (ci == nullptr || *ci == '\0');
 }
 
 }  // namespace shardsim::cli

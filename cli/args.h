@@ -34,5 +34,8 @@ double parse_seconds(const std::string& flag, const std::string& v);
 /// UsageError for an unknown option or a second file. `cmd` prefixes the
 /// message ("run: unknown option --x"); "" for none.
 void take_scenario_file(const std::string& cmd, const std::string& a, std::string& file);
+/// Whether long work shows a progress line: stderr is a terminal and CI is
+/// not set (silent on pipes and in CI).
+bool progress_wanted();
 
 }  // namespace shardsim::cli

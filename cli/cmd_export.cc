@@ -1,7 +1,6 @@
 // shardsim export chakra: a scenario's step as a Chakra execution trace
 // (app/chakra.h does the work); shardsim chakra dump / pack: a trace file
 // as text and back (interop/chakra.h).
-#include <unistd.h>
 
 #include <cstdio>
 #include <string>
@@ -18,12 +17,6 @@
 namespace shardsim::cli {
 
 namespace {
-
-/// A progress line on a terminal only; silent on pipes and in CI.
-bool progress_wanted() {
-  const char* ci = std::getenv("CI");
-  return ::isatty(STDERR_FILENO) && (ci == nullptr || *ci == '\0');
-}
 
 void write_output(const std::string& path, const std::string& bytes) {
   if (path == "-") {

@@ -17,14 +17,6 @@
 #include "shardsim/workloads/scenario.h"
 
 namespace shardsim::cli {
-namespace {
-
-bool progress_wanted() {
-  const char* ci = std::getenv("CI");
-  return ::isatty(STDERR_FILENO) && (ci == nullptr || *ci == '\0');
-}
-
-}  // namespace
 
 int cmd_search(const std::vector<std::string>& args) {
   if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {

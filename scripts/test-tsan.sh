@@ -13,13 +13,13 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build-tsan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DSHARDSIM_TSAN=ON \
   -DSHARDSIM_BUILD_BENCH=OFF -DSHARDSIM_WITH_CUDA=OFF -DSHARDSIM_WITH_SIMGRID=OFF -DSHARDSIM_WITH_PYTHON=OFF \
-  -DCMAKE_UNITY_BUILD=ON >/dev/null
-targets=(shardsim_unit_tests)
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null
+targets=(shardsim_threaded_tests)
 known=$(cmake --build build-tsan --target help)
 if grep -q ' shardsim-rank$' <<<"$known"; then targets+=(shardsim shardsim-rank); fi
 cmake --build build-tsan -j "$(nproc)" --target "${targets[@]}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
-./build-tsan/tests/shardsim_unit_tests --gtest_brief=1 \
+./build-tsan/tests/shardsim_threaded_tests --gtest_brief=1 \
   --gtest_filter='Parallel.*:Search.AnswerDoesNotDependOnThreads'
 if [ -x build-tsan/cli/shardsim-rank ]; then
   # Pipeline transfers (pp 2) and collectives (tp 2) on the communication

@@ -25,7 +25,6 @@
 #include <iterator>
 #include <map>
 #include <queue>
-#include <regex>
 #include <set>
 #include <span>
 #include <string_view>
@@ -716,23 +715,41 @@ uint64_t fnv(uint64_t h, const std::string& bytes) {
 
 /// The ranks' files of `dir`: PREFIX.<rank>.et or .et.gz, one prefix,
 /// ranks 0..n-1.
+/// A rank file's name, PREFIX.RANK.et or PREFIX.RANK.et.gz (RANK 1 to 9
+/// digits, PREFIX not empty): its prefix and rank; false for another name.
+bool rank_file_name_parts(std::string_view f, std::string& prefix, int64_t& rank) {
+  for (std::string_view tail : {std::string_view(".et.gz"), std::string_view(".et")}) {
+    if (f.size() <= tail.size() || f.substr(f.size() - tail.size()) != tail) continue;
+    const std::string_view stem = f.substr(0, f.size() - tail.size());
+    const size_t dot = stem.rfind('.');
+    if (dot == std::string_view::npos || dot == 0) return false;
+    const std::string_view digits = stem.substr(dot + 1);
+    if (digits.empty() || digits.size() > 9) return false;
+    rank = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      rank = rank * 10 + (c - '0');
+    }
+    prefix = std::string(stem.substr(0, dot));
+    return true;
+  }
+  return false;
+}
+
 std::vector<std::string> rank_files(const std::string& dir, std::string& prefix) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "expected a directory of Chakra traces");
-  const std::regex name(R"((.+)\.([0-9]{1,9})\.et(\.gz)?)");
   std::map<int64_t, std::string> by_rank;
   std::vector<std::string> entries;
   for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path().filename().string());
   if (ec) throw InputError(dir, "", "cannot list the directory: " + ec.message());
   std::sort(entries.begin(), entries.end());
   for (const std::string& f : entries) {
-    std::smatch m;
-    if (!std::regex_match(f, m, name)) continue;
-    if (prefix.empty()) prefix = m[1];
-    if (m[1] != prefix) {
-      throw InputError(dir, "", "files of two traces: " + prefix + ".*.et and " + std::string(m[1]) + ".*.et");
-    }
-    const int64_t r = std::stoll(m[2]);
+    std::string p;
+    int64_t r = 0;
+    if (!rank_file_name_parts(f, p, r)) continue;
+    if (prefix.empty()) prefix = p;
+    if (p != prefix) throw InputError(dir, "", "files of two traces: " + prefix + ".*.et and " + p + ".*.et");
     if (!by_rank.try_emplace(r, (fs::path(dir) / f).string()).second) {
       throw InputError(dir, "", "rank " + std::to_string(r) + " has two files (" + f + ")");
     }

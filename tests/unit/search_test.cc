@@ -16,7 +16,7 @@ namespace shardsim {
 namespace {
 
 // Small enough to simulate every plan: 8 GPUs in one node, 4 layers.
-const char* kSmall = R"({"model": {"name": "tiny", "layers": 4, "hidden": 1024, "ffn_hidden": 4096, "heads": 16,
+const char* kSmallOneNode = R"({"model": {"name": "tiny", "layers": 4, "hidden": 1024, "ffn_hidden": 4096, "heads": 16,
   "kv_heads": 4, "vocab": 32000}, "cluster": {"chip": "h100-sxm", "devices": 8,
   "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}},
   "plan": {"dp": 8, "zero": 1, "global_batch": 16, "seq_len": 2048}})";
@@ -61,7 +61,7 @@ void expect_search_matches_brute_force(const Scenario& base, bool expect_pruning
 }
 
 TEST(Search, FindsTheBruteForceBestOnOneNode) {
-  expect_search_matches_brute_force(testing::scenario(kSmall));
+  expect_search_matches_brute_force(testing::scenario(kSmallOneNode));
 }
 
 TEST(Search, FindsTheBruteForceBestOnTwoNodes) {
@@ -86,7 +86,7 @@ TEST(Search, BoundsHoldUnderACalibrationProfileFasterThanTheChip) {
   profile["collectives"] = nlohmann::json::array();
   const std::string path = ::testing::TempDir() + "shardsim_fast.profile.json";
   std::ofstream(path) << profile.dump();
-  const Scenario base = testing::scenario(kSmall, {{"cluster.calibration", nlohmann::json(path).dump()}});
+  const Scenario base = testing::scenario(kSmallOneNode, {{"cluster.calibration", nlohmann::json(path).dump()}});
   ASSERT_NE(base.cluster.calibration, nullptr);
   // The roofline's bound (the chip's rates) would not hold here: it exceeds
   // the calibrated step of some plan, so this test can fail.
