@@ -625,7 +625,8 @@ class RankReader {
   /// naming it starts and freed when the last ends (ProgramBuilder::memory,
   /// walked by workloads/memory.h in program order).
   void tensor_memory_events() {
-    if (lives_.empty() || out_.meta.memory.present) return;
+    // A file with shardsim's own memory (its model, its events) keeps it.
+    if (lives_.empty() || out_.meta.memory.present || shardsim_mem_) return;
     std::vector<std::tuple<OpId, int64_t, int64_t>> ev;  // op, alloc, free
     ev.reserve(2 * lives_.size());
     for (const auto& [key, life] : lives_) {
@@ -666,6 +667,7 @@ class RankReader {
       if (auto mem = detail::int_list_attr(attr(n, "shardsim.mem"), file_, where(n))) {
         if (mem->size() % 3 != 0)
           throw InputError(file_, where(n) + "/shardsim.mem", "expected (kind, alloc, free) triples");
+        shardsim_mem_ = true;
         for (size_t k = 0; k < mem->size(); k += 3) {
           if ((*mem)[k] < 0 || (*mem)[k] >= kMemKinds)
             throw InputError(file_, where(n) + "/shardsim.mem", "unknown kind");
@@ -694,6 +696,7 @@ class RankReader {
   RankBuild out_;
   std::vector<detail::TracedTensor> tensors_;
   std::unordered_map<int64_t, TensorLife> lives_;
+  bool shardsim_mem_ = false;  ///< a node carried shardsim.mem events
 };
 
 }  // namespace
