@@ -117,16 +117,17 @@ Graph ring_graph(double total_GBps, int cc) {
   return g;
 }
 
-/// The NVLS graph (search.cc): one channel per GPU (head), each GPU sending
-/// and receiving s for every other head's channel and 2s for its own, so
-/// (n + 1)·s must fit its NVLinks; the second search pass then raises
-/// bwInter one speed at a time while it is below 2·bwIntra.
+/// The NVLS graph (search.cc): one channel per head, a head per GPU up to
+/// NCCL_MAX_NVLS_ARITY (32; an NVL72 domain has more GPUs than heads), each
+/// GPU sending and receiving s for every other head's channel and 2s for
+/// its own, so (heads + 1)·s must fit its NVLinks; the second search pass
+/// then raises bwInter one speed at a time while it is below 2·bwIntra.
 Graph nvls_graph(double total_GBps, int cc, int64_t ranks) {
   Graph g;
   g.channels = static_cast<int>(std::min<int64_t>(ranks, 32));  // NCCL_MAX_NVLS_ARITY
   const std::vector<double> speeds = intra_speeds(cc);
   size_t i = 0;
-  while (i + 1 < speeds.size() && static_cast<double>(ranks + 1) * speeds[i] > total_GBps) ++i;
+  while (i + 1 < speeds.size() && static_cast<double>(g.channels + 1) * speeds[i] > total_GBps) ++i;
   g.bw_intra = speeds[i];
   size_t j = i;
   while (j > 0 && speeds[j] < 2 * g.bw_intra) --j;
@@ -202,8 +203,9 @@ std::vector<NcclCost> nccl_costs(CollectiveKind kind, int64_t ranks, const NcclS
         kRingBaseLatency_us[pi] + (kind == CollectiveKind::kBroadcast ? 1.0 : nsteps) * kRingNvlinkHopLatency_us[pi];
     out.push_back(c);
   }
-  // NVLS needs NVSwitch multicast (Hopper and later) and two channels.
-  if (spec.nvls && cc >= 90 && kind != CollectiveKind::kBroadcast && ranks <= 32) {
+  // NVLS needs NVSwitch multicast (Hopper and later) and two channels; any
+  // number of GPUs on one NVLink domain (an NVL72 rack's 72).
+  if (spec.nvls && cc >= 90 && kind != CollectiveKind::kBroadcast) {
     const Graph g = nvls_graph(total, cc, ranks);
     if (g.channels >= 2) {
       double intra = g.bw_intra * kNvlsEfficiency[static_cast<size_t>(gen)] * (g.channels - 1) / g.channels;

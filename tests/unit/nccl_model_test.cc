@@ -86,6 +86,27 @@ TEST(NcclTable, GraphsFollowTheChipsNvlinks) {
   EXPECT_TRUE(nccl_costs(CollectiveKind::kAllReduce, 1, kH100).empty());
 }
 
+// One NVL72 NVLink domain (72 B200-class GPUs, 18 x 40.1 = 721.8 GB/s each):
+// the ring graph is the 8-GPU node's (16 channels at 45, busBw 720); NVLS has
+// 32 heads (NCCL_MAX_NVLS_ARITY), (32+1)·s <= 721.8 gives s = 20, bwInter
+// raised while below 40 to 40: bw = min(20·0.74·31/32·2, 40) = 28.675 per
+// head, busBw 32 · 28.675 = 917.6, so NVLS wins for large messages.
+TEST(NcclTable, Nvl72DomainUsesNvlsWithThirtyTwoHeads) {
+  const auto t = nccl_costs(CollectiveKind::kAllReduce, 72, kB200);
+  const double to_alg = 72.0 / 142.0;
+  EXPECT_NEAR(find(t, NcclAlgorithm::kRing, NcclProtocol::kSimple).bandwidth_GBps, 720 * to_alg, 1e-9);
+  const NcclCost& nvls = find(t, NcclAlgorithm::kNvls, NcclProtocol::kSimple);
+  EXPECT_EQ(nvls.channels, 32);
+  EXPECT_NEAR(nvls.bandwidth_GBps, 32 * 20 * 0.74 * 31 / 32 * 2 * to_alg, 1e-9);
+  const NcclTiming big = nccl_time(CollectiveKind::kAllReduce, Bytes(int64_t{1} << 30), 72, kB200);
+  EXPECT_EQ(big.cost.algorithm, NcclAlgorithm::kNvls);
+  // 64 GPUs (the NVLink domain NeMo's scripts ask Slurm for on GB200 racks:
+  // --segment 16 trays of 4) take the same graph.
+  EXPECT_EQ(
+      find(nccl_costs(CollectiveKind::kAllReduce, 64, kB200), NcclAlgorithm::kNvls, NcclProtocol::kSimple).channels,
+      32);
+}
+
 // All-gather: ring bus bandwidth becomes algbw by n/(n-1); NVLS keeps its
 // busBw = 8 · min(40·0.85·7/8·7/8, 60) and so loses to the ring.
 TEST(NcclTable, AllGatherPrefersTheRingOverNvls) {
