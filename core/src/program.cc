@@ -8,18 +8,25 @@
 
 namespace shardsim {
 
-int dtype_bytes(DType d) {
+int dtype_bits(DType d) {
   switch (d) {
     case DType::kBf16:
     case DType::kFp16:
-      return 2;
+      return 16;
     case DType::kFp32:
-      return 4;
+      return 32;
     case DType::kFp8:
     case DType::kInt8:
-      return 1;
+      return 8;
+    case DType::kFp4:
+      return 4;
   }
-  return 2;
+  return 16;
+}
+
+int dtype_bytes(DType d) {
+  SHARDSIM_ASSERT(d != DType::kFp4, "fp4 is half a byte: size it with dtype_bits");
+  return dtype_bits(d) / 8;
 }
 
 std::string_view to_string(OpKind k) {
@@ -86,6 +93,8 @@ std::string_view to_string(DType d) {
       return "fp8";
     case DType::kInt8:
       return "int8";
+    case DType::kFp4:
+      return "fp4";
   }
   return "?";
 }

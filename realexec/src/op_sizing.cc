@@ -126,6 +126,7 @@ int64_t comm_value_bytes(DType d) {
       return 2;
     case DType::kFp8:
     case DType::kInt8:
+    case DType::kFp4:  // two packed values per byte: comm_bytes already counts bytes
       return 1;
   }
   return 2;

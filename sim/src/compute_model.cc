@@ -74,8 +74,7 @@ double attention_efficiency(const Op& op, const ChipSpec& chip) {
 }
 
 FlopsPerSec peak_for(DType d, const ChipSpec& chip) {
-  if ((d == DType::kFp8 || d == DType::kInt8) && chip.fp8_peak.value() > 0) return chip.fp8_peak;
-  return chip.bf16_peak;
+  return chip.matmul_peak(d);
 }
 
 ChipSpec chip_beside_communication(const ChipSpec& chip, int sms) {
@@ -87,6 +86,7 @@ ChipSpec chip_beside_communication(const ChipSpec& chip, int sms) {
   c.compute_units = chip.compute_units - held;
   c.bf16_peak = chip.bf16_peak * left;
   c.fp8_peak = chip.fp8_peak * left;
+  c.fp4_peak = chip.fp4_peak * left;
   return c;
 }
 
@@ -95,12 +95,19 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
   const double mem_s = bytes / (chip.hbm_bandwidth.value() * chip.memory_efficiency * op.memory_efficiency);
   double flop_s = 0;
   if (op.compute == ComputeKind::kMatmul) {
-    const bool low = (op.dtype == DType::kFp8 || op.dtype == DType::kInt8) && chip.fp8_peak.value() > 0;
-    const double k_overhead = chip.matmul_k_overhead * (low ? chip.fp8_peak.value() / chip.bf16_peak.value() : 1.0);
+    // A low-precision GEMM runs at its format's peak (fp4 falls back to the
+    // fp8 rate on a chip without fp4 tensor cores) and steps through K as
+    // many times faster, so a tile's fixed time is that many more K elements.
+    const double peak = peak_for(op.dtype, chip).value();
+    const bool fp4 = op.dtype == DType::kFp4 && chip.fp4_peak.value() > 0;
+    const bool low = fp4 || ((op.dtype == DType::kFp8 || op.dtype == DType::kInt8 || op.dtype == DType::kFp4) &&
+                             chip.fp8_peak.value() > 0);
+    const double k_overhead = chip.matmul_k_overhead * (low ? peak / chip.bf16_peak.value() : 1.0);
     const double accumulate = low && op.split_accumulator ? chip.fp8_split_accumulator_efficiency : 1.0;
-    const double eff = (low ? chip.fp8_matmul_efficiency : chip.matmul_efficiency) * accumulate *
-                       matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip, k_overhead);
-    flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * eff);
+    const double format = fp4 ? chip.fp4_matmul_efficiency : low ? chip.fp8_matmul_efficiency : chip.matmul_efficiency;
+    const double eff =
+        format * accumulate * matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip, k_overhead);
+    flop_s = op.flops.value() / (peak * eff);
   } else if (op.compute == ComputeKind::kAttention) {
     flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * attention_efficiency(op, chip));
   }

@@ -210,6 +210,36 @@ TEST(ComputeModel, WaveQuantizationPenalizesAPartialLastWave) {
   EXPECT_GT(matmul_quantization_efficiency(16384, 16384, 16384, 1, c), 0.95);
 }
 
+// A large compute-bound GEMM takes flops / (peak of its format x that
+// format's efficiency): fp4 at the fp4 peak; on a chip without fp4 tensor
+// cores it falls back to the fp8 rate, and without fp8 to bf16.
+TEST(ComputeModel, Fp4GemmsRunAtTheFp4PeakOrFallBack) {
+  ChipSpec c = simple_chip();
+  c.bf16_peak = FlopsPerSec(1e15);
+  c.fp8_peak = FlopsPerSec(2e15);
+  c.fp4_peak = FlopsPerSec(4e15);
+  c.matmul_efficiency = 0.8;
+  c.fp8_matmul_efficiency = 0.7;
+  c.fp4_matmul_efficiency = 0.6;
+  c.compute_units = 1;
+  c.tile_m = c.tile_n = c.tile_k = 1;  // no wave quantisation
+  Op o;
+  o.compute = ComputeKind::kMatmul;
+  o.m = o.n = o.k = 8192;
+  o.flops = Flops(2.0 * 8192 * 8192 * 8192);
+  auto seconds = [&](DType d) {
+    o.dtype = d;
+    return compute_time(o, c).seconds();
+  };
+  EXPECT_NEAR(seconds(DType::kFp4), o.flops.value() / (4e15 * 0.6), 1e-12);
+  EXPECT_NEAR(seconds(DType::kFp8), o.flops.value() / (2e15 * 0.7), 1e-12);
+  EXPECT_NEAR(seconds(DType::kBf16), o.flops.value() / (1e15 * 0.8), 1e-12);
+  c.fp4_peak = FlopsPerSec(0);
+  EXPECT_NEAR(seconds(DType::kFp4), o.flops.value() / (2e15 * 0.7), 1e-12);
+  c.fp8_peak = FlopsPerSec(0);
+  EXPECT_NEAR(seconds(DType::kFp4), o.flops.value() / (1e15 * 0.8), 1e-12);
+}
+
 TEST(ComputeModel, MemoryBoundOpsFollowHbmBandwidth) {
   ChipSpec c = simple_chip();
   c.memory_efficiency = 0.5;

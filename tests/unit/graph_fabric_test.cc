@@ -224,7 +224,7 @@ TEST(GraphFabric, GeneratedFabricsRouteByShortestPaths) {
 }
 
 TEST(GraphFabric, Nvl72PresetIsOneNvlinkDomainPerRack) {
-  const ClusterSpec c = load_cluster("b200-nvl72-576");
+  const ClusterSpec c = load_cluster("gb200-nvl72-576");
   ASSERT_EQ(c.fabric, FabricKind::kGraph);
   const auto t = build_topology(c);
   EXPECT_EQ(t->gpus_per_node(), 72);

@@ -115,12 +115,14 @@ Plan off_default_plan(bool hybrid) {
   p.fsdp_bucket_params = 2'000'000;
   p.fsdp_params_are_master = true;
   p.fp8_weight_cache = true;
+  p.low_precision_saved_inputs = true;
   p.master_weights_dtype = DType::kBf16;
   p.optimizer_state_dtype = DType::kBf16;
   p.grad_bucket_bytes = 1 << 20;
   p.grad_reduce_dtype = DType::kBf16;
   p.matmul_dtype = DType::kFp8;
-  p.fp8_recipe = Plan::Fp8Recipe::kMxfp8;
+  p.fp8_recipe = Plan::Fp8Recipe::kBlockwise;
+  p.bf16_tail_layers = 1;
   p.fp8_backward_fast_accum = true;
   p.moe_dispatcher = Plan::MoeDispatcher::kAllGather;
   p.expert_tp = 2;
@@ -160,7 +162,7 @@ TEST(PlanFields, EveryFieldOffItsDefaultRoundTrips) {
     EXPECT_TRUE(a.at(key) != value || b.at(key) != value) << key;
   }
   for (const char* key : {"recompute_keep", "recompute_offload", "layers_per_stage", "fsdp_shard_size",
-                          "fsdp_bucket_params", "fp8_recipe"}) {
+                          "fsdp_bucket_params", "fp8_recipe", "bf16_tail_layers"}) {
     EXPECT_FALSE(defaults.contains(key)) << key;  // left out at their defaults
     EXPECT_TRUE(a.contains(key) || b.contains(key)) << key;
   }

@@ -280,11 +280,19 @@ TEST(StackMechanisms, TpCommOverlapSmsChangesTheStep) {
 // attention's batched products stay bf16.
 constexpr const char* kFp8Model = R"({"name": "fp8-test", "layers": 2, "hidden": 1536, "ffn_hidden": 6144,
     "heads": 12, "kv_heads": 4, "head_dim": 128, "vocab": 32000})";
-/// The fp8 test model under `recipe` (nullptr: bf16 GEMMs).
+/// The fp8 test model under `recipe` (nullptr: bf16 GEMMs; "nvfp4": fp4
+/// GEMMs). The block-scaled recipes (mxfp8, nvfp4) run on 64 B200s, the
+/// others on the H100 preset cluster.
 std::string fp8_scenario(const char* recipe, const char* extra = "") {
-  const std::string dtype =
-      recipe ? std::string(R"("matmul_dtype": "fp8", "fp8_recipe": ")") + recipe + "\"" : R"("matmul_dtype": "bf16")";
-  return std::string(R"({"model": )") + kFp8Model + R"(, "cluster": "dgx-h100-64",
+  const std::string r = recipe ? recipe : "";
+  const std::string dtype = r.empty()      ? R"("matmul_dtype": "bf16")"
+                            : r == "nvfp4" ? R"("matmul_dtype": "fp4")"
+                                           : R"("matmul_dtype": "fp8", "fp8_recipe": ")" + r + "\"";
+  const bool blackwell = r == "mxfp8" || r == "nvfp4";
+  const std::string cluster =
+      blackwell ? R"({"chip": "b200", "devices": 64, "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}})"
+                : R"("dgx-h100-64")";
+  return std::string(R"({"model": )") + kFp8Model + R"(, "cluster": )" + cluster + R"(,
       "plan": {"dp": 64, "zero": 1, "global_batch": 128, "seq_len": 3072, )" +
          dtype + extra + "}}";
 }
@@ -375,6 +383,75 @@ TEST(StackMechanisms, Fp8BackwardGemmsUseTheSplitAccumulator) {
   EXPECT_NEAR(t_split, t_fast / 0.87, 1e-6 * t_split);
 }
 
+// NVFP4 with a bf16 tail (torchtitan's mixed recipe): the linear GEMMs of
+// the first layers run in fp4 and read half-byte operands with an E4M3
+// scale per 16 elements; the last bf16_tail_layers run bf16 GEMMs and no
+// quantisation kernels.
+TEST(StackMechanisms, Nvfp4LayersAndTheBf16Tail) {
+  const Program p = stage0(testing::scenario(fp8_scenario("nvfp4", R"(, "bf16_tail_layers": 1)")));
+  int fp4 = 0, tail = 0;
+  for (const Op& o : p.ops()) {
+    if (o.kind != OpKind::kCompute) continue;
+    const std::string_view n = p.name(o);
+    if (n == "fp8 quantize") {
+      EXPECT_EQ(o.layer, 0) << "a tail layer quantises";
+    }
+    if (o.compute != ComputeKind::kMatmul || !(n.starts_with("qkv") || n.starts_with("mlp down"))) continue;
+    if (o.layer == 0) {
+      EXPECT_EQ(o.dtype, DType::kFp4) << n;
+      if (o.pass == Pass::kForward && n.starts_with("mlp down")) {
+        // [T, f] x [f, h]: (T·f + f·h) elements at 9/16 bytes.
+        const int64_t T = 3072, h = 1536, f = 6144;
+        EXPECT_EQ(o.bytes_read.value(), (T * f + f * h) * 9 / 16);
+      }
+      ++fp4;
+    } else {
+      EXPECT_EQ(o.dtype, DType::kBf16) << n;
+      ++tail;
+    }
+  }
+  EXPECT_GT(fp4, 0);
+  EXPECT_EQ(tail, fp4);
+  // The whole model in fp4 quantises in both layers; bf16 in neither.
+  const Program all = stage0(testing::scenario(fp8_scenario("nvfp4")));
+  int layer1 = 0;
+  for (OpId i : named(all, "fp8 quantize")) layer1 += all.op(i).layer == 1;
+  EXPECT_GT(layer1, 0);
+}
+
+// Linears that keep their weight-gradient inputs quantised (Transformer
+// Engine, torchao's NVFP4Linear): the attention and MLP norm outputs and the
+// MLP activation are kept at q bytes per element instead of 2; attention's
+// output is kept in bf16 for the attention backward and again quantised for
+// the output projection's. fp8: q = 1, so a layer keeps 2·T·h + T·f - T·a·d
+// bytes less; NVFP4 (q = 9/16): (1 - 9/32) of those tensors less and 9/32 of
+// the attention output more. The bf16 tail keeps bf16.
+TEST(StackMechanisms, QuantisedSavedInputsShrinkTheKeptActivations) {
+  const int64_t T = 3072, h = 1536, a = 12, d = 128, f = 6144;
+  auto kept = [](const char* recipe, const char* extra) {
+    const Scenario s = testing::scenario(fp8_scenario(recipe, extra));
+    return layer_activation_bytes(s.model, s.plan);
+  };
+  const int64_t bf16 = kept("delayed", "");
+  EXPECT_EQ(bf16, kept(nullptr, ""));  // off: the recipe does not change what is kept
+  EXPECT_EQ(bf16 - kept("delayed", R"(, "low_precision_saved_inputs": true)"), 2 * T * h + T * f - T * a * d);
+  const int64_t fp4 = kept("nvfp4", R"(, "low_precision_saved_inputs": true)");
+  EXPECT_EQ(bf16 - fp4, (2 * T * h * 2 + T * f * 2) * 23 / 32 - T * a * d * 2 * 9 / 32);
+  // Megatron-Core's default is on (Transformer Engine).
+  const Scenario mc = testing::scenario(fp8_scenario("delayed", R"(, "framework": "megatron-core")"));
+  EXPECT_TRUE(mc.plan.low_precision_saved_inputs);
+  // The stage's walk of the program agrees with the table: a bf16 tail
+  // layer (the second of two) keeps as much as a bf16 plan's.
+  auto walked = [](const char* recipe, const char* extra) {
+    return walk_program_memory(stage0(testing::scenario(fp8_scenario(recipe, extra)))).max_activations;
+  };
+  const int64_t w16 = walked(nullptr, "");
+  const int64_t w4 = walked("nvfp4", R"(, "low_precision_saved_inputs": true)");
+  const int64_t tail = walked("nvfp4", R"(, "low_precision_saved_inputs": true, "bf16_tail_layers": 1)");
+  EXPECT_GT(w16, tail);
+  EXPECT_GT(tail, w4);
+}
+
 // A bf16 GEMM reads bf16 operands whatever the plan's matmul dtype.
 TEST(StackMechanisms, Fp8KeepsTheHeadGemmsBf16Traffic) {
   auto head_read = [](const Scenario& s) {
@@ -420,8 +497,14 @@ TEST(StackMechanisms, Fp8QuantisationBytesPerRecipeMatchTheClosedForms) {
       {"delayed", 4 * Xnn + 4 * W, 4 * Xnn, 4 * Y, 2, 4},
       {"tensorwise", 5 * X + 5 * W, 5 * X + 5 * W, 5 * Y + 3 * X + 3 * W, 4, 4},
       {"rowwise", 3 * X + 3 * W, 3 * X + 3 * W, 6 * Y + 3 * X + 3 * W, 4, 4},
-      {"mxfp8", 3 * X + 3 * W, 3 * X + 3 * W, 6 * Y + 3 * X + 3 * W, 4, 4},
+      // Block-scaled casts write their scales too: MXFP8 and blockwise fp8
+      // 2 + 1 + 1/32 bytes per element (97/32).
+      {"mxfp8", 97 * (X + W) / 32, 97 * (X + W) / 32, 97 * (2 * Y + X + W) / 32, 4, 4},
       {"rowwise_gw_hp", 3 * X + 3 * W, 3 * X + 3 * W, 3 * Y + 3 * W, 4, 4},
+      {"blockwise", 97 * (X + W) / 32, 97 * (X + W) / 32, 97 * (2 * Y + X + W) / 32, 4, 4},
+      // NVFP4: input and weight into both orientations in the forward (2 + 2
+      // x 9/16 = 25/8), only the output gradient in the backward.
+      {"nvfp4", 25 * (X + W) / 8, 25 * (X + W) / 8, 25 * Y / 8, 4, 4},
   };
   std::vector<int64_t> step_total;
   for (const Expect& c : cases) {
@@ -435,10 +518,13 @@ TEST(StackMechanisms, Fp8QuantisationBytesPerRecipeMatchTheClosedForms) {
     }
     step_total.push_back(total);
   }
-  // Ordering that holds for any shape: rowwise and mxfp8 cost the same,
-  // rowwise_gw_hp less (no wgrad casts), delayed the least of those (and
-  // for these shapes less than tensorwise).
-  EXPECT_EQ(step_total[2], step_total[3]);
+  // Ordering that holds for any shape: mxfp8 and blockwise cost the same,
+  // rowwise a little less (no scales) and nvfp4 less still (half-byte
+  // elements), rowwise_gw_hp less (no wgrad casts), delayed the least of
+  // those (and for these shapes less than tensorwise).
+  EXPECT_EQ(step_total[3], step_total[5]);
+  EXPECT_LT(step_total[2], step_total[3]);
+  EXPECT_LT(step_total[6], step_total[2]);
   EXPECT_LT(step_total[4], step_total[2]);
   EXPECT_LT(step_total[0], step_total[4]);
   EXPECT_LT(step_total[0], step_total[1]);

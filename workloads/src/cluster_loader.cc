@@ -21,6 +21,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.family = fam == "gpu" ? ChipFamily::kGpu : fam == "tpu" ? ChipFamily::kTpu : ChipFamily::kCpu;
   c.bf16_peak = FlopsPerSec(r.positive_number("bf16_flops_per_s"));
   c.fp8_peak = FlopsPerSec(r.number_in("fp8_flops_per_s", 0, 1e18, 0));
+  c.fp4_peak = FlopsPerSec(r.number_in("fp4_flops_per_s", 0, 1e18, 0));
   c.hbm_capacity = Bytes(r.positive_int("hbm_bytes"));
   c.hbm_bandwidth = gbyte_per_s(r.positive_number("hbm_GBps"));
   c.nvlink_per_gpu = gbyte_per_s(r.number_in("nvlink_GBps_per_gpu", 0, 1e6, 0));
@@ -33,6 +34,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.nvlink_links = static_cast<int>(r.int_in("nvlink_links", 0, 1024, 0));
   c.matmul_efficiency = r.number_in("matmul_efficiency", 0.01, 1, 1);
   c.fp8_matmul_efficiency = r.number_in("fp8_matmul_efficiency", 0.01, 1, c.matmul_efficiency);
+  c.fp4_matmul_efficiency = r.number_in("fp4_matmul_efficiency", 0.01, 1, c.fp8_matmul_efficiency);
   c.fp8_split_accumulator_efficiency = r.number_in("fp8_split_accumulator_efficiency", 0.01, 1, 1);
   c.matmul_k_overhead = r.number_in("matmul_k_overhead", 0, 1e6, 0);
   c.attention_efficiency = r.number_in("attention_efficiency", 0.01, 1, 1);

@@ -91,8 +91,19 @@ std::string_view to_string(Plan::Fp8Recipe r) {
       return "rowwise_gw_hp";
     case Plan::Fp8Recipe::kMxfp8:
       return "mxfp8";
+    case Plan::Fp8Recipe::kBlockwise:
+      return "blockwise";
+    case Plan::Fp8Recipe::kNvfp4:
+      return "nvfp4";
   }
   return "?";
+}
+
+double operand_bytes(DType dtype, Plan::Fp8Recipe recipe) {
+  if (dtype == DType::kFp4) return 0.5 + 1.0 / 16;
+  if (dtype == DType::kFp8 && recipe == Plan::Fp8Recipe::kMxfp8) return 1.0 + 1.0 / 32;
+  if (dtype == DType::kFp8 && recipe == Plan::Fp8Recipe::kBlockwise) return 1.0 + 4.0 / 128;
+  return dtype_bytes(dtype);
 }
 
 std::string_view to_string(AttentionKernel k) {
@@ -204,6 +215,11 @@ Plan framework_defaults(Framework f) {
       // v1.11 pytorch/attention.py); NeMo's recipes set NVTE_FUSED_ATTN=1.
       p.attention_kernel = AttentionKernel::kCudnn;
       p.fp8_weight_cache = true;
+      // TE saves the quantised GEMM input for the weight gradient
+      // (TransformerEngine v1.11 pytorch/module/linear.py: saved_inputmat =
+      // inputmat (fp8) unless override_linear_precision.wgrad;
+      // layernorm_linear.py saves the quantised ln_out).
+      p.low_precision_saved_inputs = true;
       break;
     case Framework::kTorchtitan:
       // Separate wq, wk, wv and w1, w3 linears (torchtitan models/llama);

@@ -5,7 +5,7 @@
 
 namespace shardsim::detail {
 
-LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe) {
+LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_layer) {
   const LayerShape sh(m, p);
   LayerConfig c;
   c.tp = p.tp > 1;
@@ -64,6 +64,35 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe) {
     set(Node::kSUp, 2 * Ts * fs * kAct);
     set(Node::kSAct, Ts * fs * kAct);
     set(Node::kSDown, Ts * h * kAct);
+  }
+  // Linears that keep their weight-gradient input quantised
+  // (Plan::low_precision_saved_inputs): a tensor only a linear's backward
+  // reads is kept at q bytes per element instead of bf16; attention's
+  // output, which the attention backward reads too, is kept in both forms.
+  // The MoE layer's MLP norm output also feeds the (bf16) router: kept bf16.
+  // Under PyTorch's per-op selective checkpointing the quantised copies are
+  // outputs of quantisation kernels outside its save list (aten matmuls,
+  // attention, collectives): they are recomputed, not kept, and what the
+  // policy keeps (matmul and attention outputs) stays bf16.
+  const bool low = p.matmul_dtype == DType::kFp8 || p.matmul_dtype == DType::kFp4;
+  if (p.low_precision_saved_inputs && low && !bf16_layer && p.recompute != Recompute::kOpSac) {
+    const double ratio = operand_bytes(p.matmul_dtype, p.fp8_recipe) / kAct;
+    auto quantised = [&](Node n) {
+      b[idx(n)] = static_cast<int64_t>(std::llround(static_cast<double>(b[idx(n)]) * ratio));
+    };
+    quantised(Node::kLn1);
+    quantised(Node::kAg1);
+    b[idx(Node::kAttn)] += static_cast<int64_t>(std::llround(static_cast<double>(T * a * d * kAct) * ratio));
+    if (!moe) {
+      quantised(Node::kLn2);
+      quantised(Node::kAg2);
+      quantised(Node::kAct);
+    } else {
+      quantised(Node::kPermute);
+      quantised(Node::kDispatch);
+      quantised(Node::kEAct);
+      quantised(Node::kSAct);
+    }
   }
   return c;
 }
@@ -289,51 +318,108 @@ StageLowering::LinearShape StageLowering::linear_shape(Node n) const {
   }
 }
 
+// Quantisation kernels of a linear layer's GEMMs, per recipe, as HBM bytes
+// read and written (q = operand_bytes: the low-precision copy with its block
+// scales; a cast reads bf16, 2 bytes an element):
+//   delayed (TE, fp8 weights cast once per step or gathered in fp8): the
+//     input's cast where no norm kernel writes fp8 for it (4 B an element:
+//     an amax pass and a cast), the weight's on the first microbatch (4 B);
+//   tensorwise (current scaling): an amax pass and a cast, 5 B per element
+//     of the input and the weight;
+//   rowwise, rowwise_gw_hp, mxfp8, blockwise (scales computed in the cast
+//     kernel): one cast of the input and of the weight (2 + q each);
+//   nvfp4 (torchao's NVFP4Linear, TE's NVFP4BlockScaling): the input and the
+//     weight each quantised once into both orientations, the column-wise
+//     one through a 16x16 random Hadamard transform (2 + 2q each).
+// Backward: delayed casts the output gradient (4 B); tensorwise the output
+// gradient (5 B), the input and the weight transposed (3 B each); the
+// per-block fp8 recipes cast the output gradient twice (row- and column-wise
+// blocks for dgrad and wgrad) and the input and the weight again in the
+// other orientation; nvfp4 the output gradient into both orientations
+// (2 + 2q), its operands saved from the forward (torchao
+// prototype/moe_training/nvfp4_training/nvfp4_linear.py:194-236);
+// rowwise_gw_hp only the output gradient and the weight. The Hadamard
+// transform and stochastic rounding are taken as free beside the bytes.
 std::vector<OpId> StageLowering::fp8_forward_casts(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
   const LinearShape s = linear_shape(n);
-  if (!fp8() || s.in == 0) return deps;
+  if (!low_precision() || s.in == 0 || in_bf16_tail(L)) return deps;
   using R = Plan::Fp8Recipe;
-  int64_t bytes = 0;
+  const double q = operand_bytes(p_.matmul_dtype);
+  const auto in = static_cast<double>(s.in), w = static_cast<double>(s.weight);
+  double read = 0, written = 0;  // bytes
   switch (p_.fp8_recipe) {
-    case R::kDelayed:
-      if (!s.norm_fed) bytes += 4 * s.in;
-      if (mb_ == 0 && pass == Pass::kForward && !p_.fp8_param_gather) bytes += 4 * s.weight;
+    case R::kDelayed: {
+      double b = 0;
+      if (!s.norm_fed) b += 4 * in;
+      if (mb_ == 0 && pass == Pass::kForward && !p_.fp8_param_gather) b += 4 * w;
+      read = b * 2 / 3;
+      written = b / 3;
       break;
-    case R::kTensorwise:
-      bytes += 5 * s.in + (p_.fp8_param_gather ? 0 : 5 * s.weight);
+    }
+    case R::kTensorwise: {
+      const double b = 5 * in + (p_.fp8_param_gather ? 0 : 5 * w);
+      read = b * 2 / 3;
+      written = b / 3;
       break;
+    }
     case R::kRowwise:
     case R::kRowwiseGwHp:
     case R::kMxfp8:
-      bytes += 3 * s.in + 3 * s.weight;
+    case R::kBlockwise:
+      read = 2 * (in + w);
+      written = q * (in + w);
+      break;
+    case R::kNvfp4:
+      read = 2 * (in + w);
+      written = 2 * q * (in + w);
       break;
   }
-  if (bytes == 0) return deps;
-  return {memop(ComputeKind::kElementwise, "fp8 quantize", L, pass, bytes / 3, bytes * 2 / 3, bytes / 3, 2, deps)};
+  if (read + written == 0) return deps;
+  return {cast_op(L, pass, read, written, deps)};
 }
 
 OpId StageLowering::fp8_backward_casts(Node n, int32_t L, OpId dep) {
   const LinearShape s = linear_shape(n);
-  if (!fp8() || s.in == 0) return dep;
+  if (!low_precision() || s.in == 0 || in_bf16_tail(L)) return dep;
   using R = Plan::Fp8Recipe;
-  int64_t bytes = 0;
+  const double q = operand_bytes(p_.matmul_dtype);
+  const auto in = static_cast<double>(s.in), out = static_cast<double>(s.out), w = static_cast<double>(s.weight);
+  double bytes = 0, read = 0, written = 0;
   switch (p_.fp8_recipe) {
     case R::kDelayed:
-      bytes = 4 * s.out;
+      bytes = 4 * out;
       break;
     case R::kTensorwise:
-      bytes = 5 * s.out + 3 * s.in + (p_.fp8_param_gather ? 0 : 3 * s.weight);
+      bytes = 5 * out + 3 * in + (p_.fp8_param_gather ? 0 : 3 * w);
       break;
     case R::kRowwise:
     case R::kMxfp8:
-      bytes = 6 * s.out + 3 * s.in + 3 * s.weight;
+    case R::kBlockwise:
+      read = 2 * (2 * out + in + w);
+      written = q * (2 * out + in + w);
       break;
     case R::kRowwiseGwHp:
-      bytes = 3 * s.out + 3 * s.weight;
+      read = 2 * (out + w);
+      written = q * (out + w);
+      break;
+    case R::kNvfp4:
+      read = 2 * out;
+      written = 2 * q * out;
       break;
   }
-  return memop(ComputeKind::kElementwise, "fp8 quantize", L, Pass::kBackward, bytes / 3, bytes * 2 / 3, bytes / 3, 2,
-               {dep});
+  if (bytes > 0) {
+    read = bytes * 2 / 3;
+    written = bytes / 3;
+  }
+  return cast_op(L, Pass::kBackward, read, written, {dep});
+}
+
+/// One quantisation kernel: `read` bytes of bf16 in (2 bytes an element),
+/// `written` out; two FLOPs per element read (scale and convert).
+OpId StageLowering::cast_op(int32_t L, Pass pass, double read, double written, const std::vector<OpId>& deps) {
+  const auto elems = static_cast<int64_t>(std::llround(read / 2));
+  return memop(ComputeKind::kElementwise, "fp8 quantize", L, pass, elems, static_cast<int64_t>(std::llround(read)),
+               static_cast<int64_t>(std::llround(written)), 2, deps);
 }
 
 OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId in, OpId weights, LayerOps& ops) {

@@ -53,36 +53,39 @@ struct LayerMemory {
 };
 /// With `policy` false, a layer the plan's recomputation policy leaves out
 /// (detail::recompute_applies): it keeps everything its backward needs.
-LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer, bool policy = true) {
-  const LayerGraph g(detail::layer_config(m, p, moe_layer));
+/// `bf16_layer`: a layer of the plan's bf16 tail.
+LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer, bool policy, bool bf16_layer) {
+  const LayerGraph g(detail::layer_config(m, p, moe_layer, bf16_layer));
   const detail::RecomputeSpec spec = detail::recompute_spec(p);
   const RecomputePlan rp = detail::plan_recompute(g, policy ? spec : detail::keep_everything(spec));
   return {g.bytes(rp.kept & ~rp.offloaded), g.bytes(rp.recomputed & rp.needed & ~rp.kept)};
 }
 
-/// Each layer kind's memory, [moe layer][the policy applies], built on first
-/// use and once per plan: a layer graph and its recomputation plan cost more
-/// than everything else the search's memory filter does per stage.
+/// Each layer kind's memory, [moe layer][the policy applies][bf16 tail],
+/// built on first use and once per plan: a layer graph and its
+/// recomputation plan cost more than everything else the search's memory
+/// filter does per stage.
 class LayerMemoryTable {
  public:
   LayerMemoryTable(const ModelSpec& m, const Plan& p) : m_(m), p_(p) {}
-  const LayerMemory& get(bool moe_layer, bool policy) {
-    std::optional<LayerMemory>& slot = mem_[moe_layer ? 1 : 0][policy ? 1 : 0];
-    if (!slot) slot = layer_memory(m_, p_, moe_layer, policy);
+  const LayerMemory& get(bool moe_layer, bool policy, bool bf16_layer) {
+    std::optional<LayerMemory>& slot = mem_[moe_layer ? 1 : 0][policy ? 1 : 0][bf16_layer ? 1 : 0];
+    if (!slot) slot = layer_memory(m_, p_, moe_layer, policy, bf16_layer);
     return *slot;
   }
 
  private:
   const ModelSpec& m_;
   const Plan& p_;
-  std::optional<LayerMemory> mem_[2][2];
+  std::optional<LayerMemory> mem_[2][2][2];
 };
 
 /// What one pipeline stage holds before activations: its parameters and
 /// the chunks' per-microbatch activation bytes.
 struct StageShape {
   int64_t params = 0, expert_params = 0;
-  int64_t layer_params = 0;  ///< of the transformer layers (their linear weights, norms aside)
+  int64_t layer_params = 0;                ///< of the transformer layers (their linear weights, norms aside)
+  int64_t low_precision_layer_params = 0;  ///< of those outside the bf16 tail
   bool has_head = false;
   std::vector<int64_t> chunk_act;
   int64_t recompute_extra = 0;
@@ -98,10 +101,14 @@ StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, LayerMemory
     for (int64_t i = 0; i < layout.count[static_cast<size_t>(g)]; ++i) {
       const int64_t l = layout.first[static_cast<size_t>(g)] + i;
       const bool moe_layer = m.is_moe_layer(l);
-      const LayerMemory& lm = mem.get(moe_layer, detail::recompute_applies(p, l, i));
+      const bool bf16_layer = p.bf16_tail_layers > 0 && l >= m.layers - p.bf16_tail_layers;
+      const LayerMemory& lm = mem.get(moe_layer, detail::recompute_applies(p, l, i), bf16_layer);
       st.params += moe_layer ? dp.moe_layer_replicated : dp.dense_layer;
       st.expert_params += moe_layer ? dp.moe_layer_experts : 0;
       st.layer_params += moe_layer ? dp.moe_layer_replicated + dp.moe_layer_experts : dp.dense_layer;
+      if (!bf16_layer) {
+        st.low_precision_layer_params += moe_layer ? dp.moe_layer_replicated + dp.moe_layer_experts : dp.dense_layer;
+      }
       act += lm.kept;
       st.recompute_extra = std::max(st.recompute_extra, lm.recomputed);
     }
@@ -142,9 +149,15 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
   // in their dtype.
   const bool master_shards = fsdp && p.fsdp_params_are_master;
   add("weights", master_shards ? 0 : state(2, fsdp));
-  // Transformer Engine's cached fp8 weights and transposes.
-  const bool fp8_cache = p.fp8_weight_cache && p.matmul_dtype == DType::kFp8 && !p.fp8_param_gather;
-  add("fp8_weight_cache", fp8_cache ? 2 * st.layer_params : 0);
+  // Transformer Engine's cached low-precision weights and transposes (fp8:
+  // one byte each; MXFP8 and NVFP4 copies carry their block scales).
+  const bool low = p.matmul_dtype == DType::kFp8 || p.matmul_dtype == DType::kFp4;
+  const bool fp8_cache = p.fp8_weight_cache && low && !p.fp8_param_gather;
+  const double copy_bytes = low ? operand_bytes(p.matmul_dtype, p.fp8_recipe) : 0;
+  add("fp8_weight_cache",
+      fp8_cache
+          ? static_cast<int64_t>(std::llround(2 * copy_bytes * static_cast<double>(st.low_precision_layer_params)))
+          : 0);
   // FSDP without per-microbatch sync accumulates unsharded gradients in the
   // parameters' dtype (bf16) until the last microbatch reduce-scatters them.
   const bool unsharded_grads = fsdp && !p.fsdp_sync_each_microbatch && p.microbatches() > 1;
@@ -206,7 +219,7 @@ std::string describe_op(const std::string& label, const Program& program, OpId i
 }  // namespace
 
 int64_t layer_activation_bytes(const ModelSpec& m, const Plan& p, bool moe_layer) {
-  return layer_memory(m, p, moe_layer).kept;
+  return layer_memory(m, p, moe_layer, true, false).kept;
 }
 
 int64_t peak_in_flight_bytes(const Plan& p, int64_t stage, const std::vector<int64_t>& chunk_bytes) {

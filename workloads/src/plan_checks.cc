@@ -4,6 +4,7 @@
 #include <string>
 
 #include "loader_parts.h"
+#include "shardsim/workloads/framework.h"
 
 namespace shardsim {
 
@@ -57,6 +58,22 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
   }
   if (p.matmul_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     return PlanIssue{"matmul_dtype", "chip " + c.chip.name + " has no fp8 matmul peak"};
+  }
+  if (p.matmul_dtype == DType::kFp4 && c.chip.fp4_peak.value() <= 0) {
+    return PlanIssue{"matmul_dtype", "chip " + c.chip.name + " has no fp4 matmul peak (fp4_flops_per_s)"};
+  }
+  // MXFP8 and NVFP4 GEMMs take their block scales in the tensor cores
+  // (Blackwell's tcgen05 block-scaled MMA, compute capability 10.0 on).
+  const bool block_scaled = p.fp8_recipe == Plan::Fp8Recipe::kMxfp8 || p.fp8_recipe == Plan::Fp8Recipe::kNvfp4;
+  if (p.matmul_dtype != DType::kBf16 && block_scaled && c.chip.family == ChipFamily::kGpu &&
+      c.chip.compute_capability < 100) {
+    return PlanIssue{"fp8_recipe", std::string(to_string(p.fp8_recipe)) + " needs block-scaled tensor cores: chip " +
+                                       c.chip.name + " has compute_capability " +
+                                       std::to_string(c.chip.compute_capability) + ", expected 100 or more"};
+  }
+  if (p.bf16_tail_layers > m.layers) {
+    return PlanIssue{"bf16_tail_layers", "bf16_tail_layers (" + s(p.bf16_tail_layers) +
+                                             ") exceeds the model's layers (" + s(m.layers) + ")"};
   }
   if (m.heads % p.tp != 0) return PlanIssue{"tp", "tp (" + s(p.tp) + ") must divide heads (" + s(m.heads) + ")"};
   if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {

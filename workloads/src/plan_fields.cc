@@ -248,24 +248,47 @@ std::vector<PlanField> make_fields() {
   f.push_back(searched(positive_or_off("fsdp_bucket_params", &P::fsdp_bucket_params)));
   f.push_back(boolean("fsdp_params_are_master", train, &P::fsdp_params_are_master));
   f.push_back(boolean("fp8_weight_cache", train, &P::fp8_weight_cache));
+  f.push_back(boolean("low_precision_saved_inputs", train, &P::low_precision_saved_inputs));
   f.push_back(choice("master_weights_dtype", train, &P::master_weights_dtype, {DType::kFp32, DType::kBf16}));
   f.push_back(choice("optimizer_state_dtype", train, &P::optimizer_state_dtype, {DType::kFp32, DType::kBf16}));
   f.push_back(positive("grad_bucket_bytes", train, &P::grad_bucket_bytes));
   f.push_back(choice("grad_reduce_dtype", train, &P::grad_reduce_dtype, {DType::kFp32, DType::kBf16, DType::kFp16}));
-  f.push_back(choice("matmul_dtype", train, &P::matmul_dtype, {DType::kBf16, DType::kFp8}));
+  f.push_back(choice("matmul_dtype", train, &P::matmul_dtype, {DType::kBf16, DType::kFp8, DType::kFp4}));
   {
-    PlanField recipe = choice("fp8_recipe", train, &P::fp8_recipe,
-                              {Plan::Fp8Recipe::kDelayed, Plan::Fp8Recipe::kTensorwise, Plan::Fp8Recipe::kRowwise,
-                               Plan::Fp8Recipe::kRowwiseGwHp, Plan::Fp8Recipe::kMxfp8});
+    using R = Plan::Fp8Recipe;
+    PlanField recipe =
+        choice("fp8_recipe", train, &P::fp8_recipe,
+               {R::kDelayed, R::kTensorwise, R::kRowwise, R::kRowwiseGwHp, R::kMxfp8, R::kBlockwise, R::kNvfp4});
     recipe.read = [base = recipe.read](ObjectReader& r, Plan& p, bool serving) {
       base(r, p, serving);
-      if (r.has("fp8_recipe") && p.matmul_dtype != DType::kFp8) r.fail("fp8_recipe", "needs \"matmul_dtype\": \"fp8\"");
+      const bool given = r.has("fp8_recipe");
+      if (p.matmul_dtype == DType::kFp4) {
+        // NVFP4 is the one fp4 recipe; it is implied.
+        if (given && p.fp8_recipe != R::kNvfp4)
+          r.fail("fp8_recipe", "with \"matmul_dtype\": \"fp4\" expected \"nvfp4\"");
+        p.fp8_recipe = R::kNvfp4;
+      } else if (given && p.matmul_dtype != DType::kFp8) {
+        r.fail("fp8_recipe", "needs \"matmul_dtype\": \"fp8\" (or \"fp4\" for nvfp4)");
+      } else if (given && p.fp8_recipe == R::kNvfp4) {
+        r.fail("fp8_recipe", "nvfp4 needs \"matmul_dtype\": \"fp4\"");
+      }
     };
-    // The key is allowed with fp8 matmuls only.
+    // The key is written with fp8 matmuls only (fp4 implies nvfp4).
     recipe.write = [](const Plan& p) {
       return p.matmul_dtype == DType::kFp8 ? Json(std::string(to_string(p.fp8_recipe))) : Json();
     };
     f.push_back(std::move(recipe));
+  }
+  {
+    PlanField tail = int_in("bf16_tail_layers", train, &P::bf16_tail_layers, 0, kMaxLayers);
+    tail.write = [](const Plan& p) { return p.bf16_tail_layers > 0 ? Json(p.bf16_tail_layers) : Json(); };
+    tail.read = [base = tail.read](ObjectReader& r, Plan& p, bool serving) {
+      base(r, p, serving);
+      if (r.has("bf16_tail_layers") && p.matmul_dtype == DType::kBf16) {
+        r.fail("bf16_tail_layers", "needs an fp8 or fp4 \"matmul_dtype\"");
+      }
+    };
+    f.push_back(std::move(tail));
   }
   f.push_back({"mesh_order", train, false,
                [](ObjectReader& r, Plan& p, bool) {

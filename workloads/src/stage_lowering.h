@@ -12,6 +12,7 @@
 #include "layer_graph.h"
 #include "matmul_op.h"
 #include "shardsim/core/error.h"
+#include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/lower.h"
 
 namespace shardsim::detail {
@@ -59,7 +60,9 @@ struct LayerShape {
 
 /// The layer graph of a dense (or MoE) layer under a plan: its shape and
 /// the bytes of each node's output (lower_layer.cc).
-LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe);
+/// One layer kind's graph inputs; `bf16_layer`: a layer of the plan's bf16
+/// tail (its linears run and keep bf16 whatever the matmul dtype).
+LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_layer = false);
 /// The plan's recomputation policy and its framework's semantics.
 RecomputeSpec recompute_spec(const Plan& p);
 /// The same spec with nothing recomputed (what the layers the policy
@@ -122,6 +125,11 @@ class StageLowering {
       moe_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, true));
       moe_plan_ = plan_recompute(*moe_graph_, spec);
       moe_keep_plan_ = plan_recompute(*moe_graph_, keep_everything(spec));
+    }
+    // The bf16 tail's layers: the same graph and plans, bf16 bytes.
+    if (p_.bf16_tail_layers > 0) {
+      dense_tail_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, false, true));
+      if (m_.is_moe()) moe_tail_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, true, true));
     }
   }
 
@@ -189,13 +197,21 @@ class StageLowering {
   /// (Megatron-Core's output layer is not a Transformer Engine module;
   /// torchao filters "output"; MaxText does not quantise the logits).
   enum class Precision : uint8_t { kLinear, kHigh };
-  DType matmul_dtype(Operands operands, Precision precision) const {
+  DType matmul_dtype(Operands operands, Precision precision, int32_t layer) const {
     if (precision == Precision::kHigh || operands == Operands::kActivations) return DType::kBf16;
     // rowwise_gw_hp keeps the weight-gradient GEMM in bf16 (torchao).
     if (operands == Operands::kWeightGrad && p_.fp8_recipe == Plan::Fp8Recipe::kRowwiseGwHp) return DType::kBf16;
+    if (in_bf16_tail(layer)) return DType::kBf16;
     return p_.matmul_dtype;
   }
-  bool fp8() const { return p_.matmul_dtype == DType::kFp8; }
+  /// The plan's linear layers run in fp8 or fp4.
+  bool low_precision() const { return p_.matmul_dtype == DType::kFp8 || p_.matmul_dtype == DType::kFp4; }
+  /// Layer `layer` is one of the last bf16_tail_layers, kept in bf16.
+  bool in_bf16_tail(int32_t layer) const {
+    return p_.bf16_tail_layers > 0 && layer >= 0 && layer >= m_.layers - p_.bf16_tail_layers;
+  }
+  /// Bytes per element of a GEMM operand at `dtype`, block scales included.
+  double operand_bytes(DType dtype) const { return shardsim::operand_bytes(dtype, p_.fp8_recipe); }
   /// `batch` products [m,k]·[k,n]; `model_fraction` is the part of the work
   /// that is model work (the rest: replicated KV heads, vocabulary padding,
   /// masked attention scores, expert capacity padding). Its working set is
@@ -203,16 +219,17 @@ class StageLowering {
   OpId matmul(std::string_view name, int32_t layer, Pass pass, int64_t m, int64_t n, int64_t k,
               const std::vector<OpId>& deps, double model_fraction = 1.0, int64_t batch = 1,
               Operands operands = Operands::kWeights, Precision precision = Precision::kLinear) {
-    Op o = matmul_op(base(name, layer, pass, kC), batch, m, n, k, matmul_dtype(operands, precision));
+    Op o = matmul_op(base(name, layer, pass, kC), batch, m, n, k, matmul_dtype(operands, precision, layer));
     o.model_flops = o.flops * model_share(pass, model_fraction);
     // fp8 gradient GEMMs promote partial sums to fp32 (Plan::fp8_backward_fast_accum).
     o.split_accumulator = pass == Pass::kBackward && o.dtype == DType::kFp8 && !p_.fp8_backward_fast_accum;
     // Operands are read at the GEMM's own precision: a bf16 GEMM of an fp8
     // plan (the head, the router, attention's products) reads bf16.
-    const int64_t w = dtype_bytes(o.dtype);
-    o.bytes_read = Bytes(batch * (m * k + k * n) * w);
+    const double w = operand_bytes(o.dtype);
+    auto bytes = [w](int64_t elems) { return static_cast<int64_t>(std::llround(static_cast<double>(elems) * w)); };
+    o.bytes_read = Bytes(bytes(batch * (m * k + k * n)));
     o.bytes_written = Bytes(batch * m * n * kAct);
-    const int64_t a = batch * m * k * w, bmat = batch * k * n * w, c = batch * m * n * kAct;
+    const int64_t a = bytes(batch * m * k), bmat = bytes(batch * k * n), c = batch * m * n * kAct;
     o.mem_transient = Bytes(operands == Operands::kWeights      ? a + c
                             : operands == Operands::kWeightGrad ? a + bmat
                                                                 : a + bmat + c);
@@ -449,7 +466,10 @@ class StageLowering {
     LayerOps() { op.fill(kNone); }
     OpId operator[](Node n) const { return op[idx(n)]; }
   };
-  const LayerGraph& graph(int32_t L) const { return m_.is_moe_layer(L) ? *moe_graph_ : *dense_graph_; }
+  const LayerGraph& graph(int32_t L) const {
+    if (in_bf16_tail(L)) return m_.is_moe_layer(L) ? *moe_tail_graph_ : *dense_tail_graph_;
+    return m_.is_moe_layer(L) ? *moe_graph_ : *dense_graph_;
+  }
   /// The layer's plan: the policy's, or keeping everything where the policy
   /// applies to some layers only (recompute_applies).
   const RecomputePlan& recompute_plan(int32_t L) const {
@@ -473,6 +493,7 @@ class StageLowering {
   /// gather. Kept outputs are charged to memory until the layer's backward
   /// ends. Returns the last node's op.
   OpId emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId in, OpId weights, LayerOps& ops);
+  OpId cast_op(int32_t L, Pass pass, double read, double written, const std::vector<OpId>& deps);
   OpId layer_forward(int32_t L, OpId in, OpId weights) {
     LayerOps ops;
     return emit_layer(L, Pass::kForward, graph(L).present_nodes(), in, weights, ops);
@@ -593,7 +614,7 @@ class StageLowering {
   std::vector<OpId> param_gather_;                          // [unit_index]: overlapped ZeRO-1/2 parameter all-gathers
   std::vector<std::pair<int64_t, uint8_t>> deferred_;       // gradient buckets reduced after the backward
   Bucket dense_, expert_;
-  std::unique_ptr<LayerGraph> dense_graph_, moe_graph_;
+  std::unique_ptr<LayerGraph> dense_graph_, moe_graph_, dense_tail_graph_, moe_tail_graph_;
   RecomputePlan dense_plan_, moe_plan_, dense_keep_plan_, moe_keep_plan_;
   bool record_buckets_ = false;  // flushed buckets feed the ZeRO-1/2 parameter all-gathers
 };

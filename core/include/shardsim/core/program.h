@@ -23,7 +23,10 @@ enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
 enum class ComputeKind : uint8_t { kMatmul, kAttention, kElementwise, kNorm, kSoftmax, kEmbedding, kLoss, kOptimizer };
 inline constexpr int kComputeKinds = 8;
 enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kBroadcast };
-enum class DType : uint8_t { kBf16, kFp16, kFp32, kFp8, kInt8 };
+/// Element types. kFp4 is E2M1 (OCP MX / NVFP4 element), half a byte: code
+/// that sizes buffers of it uses dtype_bits (block scales are the recipe's,
+/// not the element type's).
+enum class DType : uint8_t { kBf16, kFp16, kFp32, kFp8, kInt8, kFp4 };
 /// The fused attention kernel an attention op runs (each chip preset gives
 /// the measured rate of the ones it knows): kDefault uses the chip's
 /// attention_efficiency.
@@ -46,6 +49,10 @@ constexpr uint8_t axis_bit(MeshAxis a) {
   return static_cast<uint8_t>(1u << static_cast<unsigned>(a));
 }
 
+/// Bits of one element.
+int dtype_bits(DType d);
+/// Bytes of one element of a byte-sized type (every type but kFp4, which
+/// asserts: size fp4 data with dtype_bits).
 int dtype_bytes(DType d);
 std::string_view to_string(OpKind k);
 std::string_view to_string(ComputeKind k);

@@ -22,7 +22,9 @@ double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t b
 /// chip's attention_efficiency for kernels it has no measurement of.
 double attention_efficiency(const Op& op, const ChipSpec& chip);
 
-/// Peak FLOP/s of the op's dtype (fp8 where the chip has it, else bf16).
+/// Peak FLOP/s of the op's dtype: fp4 at the chip's fp4 peak, fp8 and int8
+/// at its fp8 peak, each falling back to the next wider format the chip has,
+/// else bf16.
 FlopsPerSec peak_for(DType d, const ChipSpec& chip);
 
 /// Roofline time of a compute op, launch overhead included.

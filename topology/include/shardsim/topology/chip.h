@@ -18,6 +18,7 @@ struct ChipSpec {
   ChipFamily family = ChipFamily::kGpu;
   FlopsPerSec bf16_peak{0};
   FlopsPerSec fp8_peak{0};  ///< 0 when the chip has no fp8 matmul
+  FlopsPerSec fp4_peak{0};  ///< dense block-scaled fp4 (NVFP4 / MXFP4); 0 when the chip has none
   Bytes hbm_capacity{0};
   BytesPerSec hbm_bandwidth{0};
   // Interconnect of one chip (one-way figures).
@@ -34,6 +35,7 @@ struct ChipSpec {
   // Compute model defaults (sim/compute_model.h documents their use).
   double matmul_efficiency = 1.0;      ///< large bf16 GEMM fraction of the bf16 peak
   double fp8_matmul_efficiency = 1.0;  ///< large fp8 GEMM fraction of the fp8 peak (fast accumulation)
+  double fp4_matmul_efficiency = 1.0;  ///< large fp4 GEMM fraction of the fp4 peak
   /// An fp8 GEMM that promotes its partial sums to fp32 as it goes (cuBLASLt
   /// without CUBLASLT_MATMUL_DESC_FAST_ACCUM: Transformer Engine's "split
   /// accumulator"), as training stacks run their backward GEMMs, runs at
@@ -69,6 +71,15 @@ struct ChipSpec {
   int comm_compute_units = 0;
   int tile_m = 128, tile_n = 128, tile_k = 64;  ///< matmul tile of one compute unit
   std::string source;                           ///< citation of the figures
+
+  /// Peak FLOP/s of a matmul at `d`: fp4 at fp4_peak, fp8 and int8 at
+  /// fp8_peak, each falling back to the next wider format the chip has
+  /// (fp4 to fp8), else bf16.
+  FlopsPerSec matmul_peak(DType d) const {
+    if (d == DType::kFp4 && fp4_peak.value() > 0) return fp4_peak;
+    if ((d == DType::kFp8 || d == DType::kInt8 || d == DType::kFp4) && fp8_peak.value() > 0) return fp8_peak;
+    return bf16_peak;
+  }
 };
 
 }  // namespace shardsim

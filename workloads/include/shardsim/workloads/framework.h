@@ -19,8 +19,15 @@ std::string_view to_string(PipelineSchedule s);
 /// An attention kernel as plans and chip presets name it.
 std::string_view to_string(AttentionKernel k);
 std::optional<AttentionKernel> attention_kernel_named(std::string_view name);
-/// An fp8 recipe as a plan names it ("delayed", "tensorwise", ...).
+/// A low-precision recipe as a plan names it ("delayed", "tensorwise", ...).
 std::string_view to_string(Plan::Fp8Recipe r);
+/// Bytes per element of a matmul operand stored at `dtype` under `recipe`,
+/// block scales included: MXFP8 one E8M0 byte per 32 elements, blockwise
+/// fp8 an fp32 scale per 128, NVFP4 (fp4) half a byte and an E4M3 byte per
+/// 16 (OCP Microscaling Formats v1.0; Transformer Engine's
+/// Float8BlockScaling and NVFP4BlockScaling). Per-tensor and per-row scales
+/// are negligible; byte-sized types are their size.
+double operand_bytes(DType dtype, Plan::Fp8Recipe recipe);
 /// A step's phase as a plan names it ("train", "prefill", "decode").
 std::string_view to_string(Phase p);
 /// How context parallelism moves keys and values ("p2p", "all_gather", "a2a").

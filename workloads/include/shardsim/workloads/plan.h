@@ -181,6 +181,15 @@ struct Plan {
   /// transpose across steps when bf16 weights run fp8 GEMMs (Megatron-Core
   /// passes is_first_microbatch): 2 bytes per linear parameter.
   bool fp8_weight_cache = false;
+  /// A low-precision linear keeps the input its weight gradient needs in
+  /// the GEMM's own format (fp8, or NVFP4 codes, with their scales) instead
+  /// of bf16: Transformer Engine's Linear and LayerNormLinear under every
+  /// fp8 and block-scaled recipe (they save the quantised input, column-wise
+  /// usage only), torchao's NVFP4Linear (it saves the column-wise NVFP4
+  /// codes). torchao's Float8Linear and MX linears keep the bf16 input
+  /// (false). A tensor another backward also reads in bf16 (attention's
+  /// output, which flash attention's backward needs) is kept twice.
+  bool low_precision_saved_inputs = false;
   /// Precision of the optimizer copies, fp32 by default (Micikevicius et al.
   /// 2018, mixed precision): master weights and the two Adam moments.
   DType master_weights_dtype = DType::kFp32;
@@ -188,18 +197,30 @@ struct Plan {
   int64_t grad_bucket_bytes = 160'000'000;  ///< Megatron default: 40M fp32 grads
   DType grad_reduce_dtype = DType::kFp32;
   DType matmul_dtype = DType::kBf16;
-  /// How fp8 matmuls are scaled: Transformer Engine's delayed scaling
-  /// (amax history), per-tensor current scaling (tensorwise), per-row
-  /// scaling (rowwise; rowwise_gw_hp keeps the weight-gradient GEMM in
-  /// bf16), or MXFP8 blocks of 32. Decides the quantisation kernels a GEMM
-  /// pays for and which GEMMs run in fp8.
+  /// How low-precision matmuls are scaled (the quantisation recipe):
+  /// Transformer Engine's delayed scaling (amax history), per-tensor current
+  /// scaling (tensorwise), per-row scaling (rowwise; rowwise_gw_hp keeps
+  /// the weight-gradient GEMM in bf16), MXFP8 (an E8M0 scale per block of
+  /// 32), blockwise fp8 (an fp32 scale per 1x128 block of activations and
+  /// 128x128 block of weights: DeepSeek-V3, TE Float8BlockScaling), all with
+  /// matmul_dtype fp8; NVFP4 (E2M1 elements, an E4M3 scale per block of 16
+  /// and an fp32 one per tensor) with matmul_dtype fp4, the only fp4 recipe.
+  /// Decides the quantisation kernels a GEMM pays for, the scale bytes its
+  /// operands carry and which GEMMs run in low precision.
   enum class Fp8Recipe : uint8_t {
     kDelayed,
     kTensorwise,
     kRowwise,
     kRowwiseGwHp,
-    kMxfp8
+    kMxfp8,
+    kBlockwise,
+    kNvfp4
   } fp8_recipe = Fp8Recipe::kDelayed;
+  /// The last this-many decoder layers keep bf16 matmuls under an fp8 or
+  /// fp4 matmul_dtype (torchtitan's NVFP4 "bf16 tail", after "Pretraining
+  /// LLMs with NVFP4", arXiv:2509.25149; Megatron-LM's
+  /// --num-layers-at-end-in-bf16). 0: every layer in low precision.
+  int64_t bf16_tail_layers = 0;
   /// Mixture of experts: how tokens reach the experts' devices, by
   /// all-to-all (Megatron's alltoall dispatcher) or by all-gathering every
   /// token over the expert-parallel group (its allgather dispatcher).
