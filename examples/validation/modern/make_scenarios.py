@@ -63,13 +63,16 @@ Rules applied to every row
   and fusion choices beyond torch.compile on/off are not expressible and are named in the model source or the
   assumptions.
 * Chips and fabrics: see HARDWARE and TPU_SLICES; every NIC figure is per GPU, one way (400 Gb/s = 50 GB/s);
-  8 GPUs per node, or all of them for the 2- and 4-GPU rows. torchtitan's H100 rows (Grand Teton, 96 GB /
+  8 GPUs per node, or all of them for the 2- and 4-GPU rows; GB200 rows: NVLink domains of 4 x NeMo's Slurm
+  --segment (64 GPUs for the DGXC runs), the tt_nvfp4 rows one 4-GPU domain on a gb200 whose memory is the
+  capacity their own percentages imply (unnamed Blackwell SKU: GB200 by that capacity). torchtitan's H100 rows (Grand Teton, 96 GB /
   94-95 GB HBM2e) use h100-sxm-96g; the torchao float8 H100 (variant not stated) uses h100-sxm.
 * Mesh order: shardsim's default (tp innermost, then cp, pp, dp) except torchtitan rows with PP, whose device
   mesh [pp, dp_shard, cp, tp] puts pp outermost: ["tp", "cp", "dp", "pp"].
-* Skipped (manifest "skipped"): GB200 rows and the unnamed-Blackwell tt_nvfp4 rows (GB200 / NVL72 not modelled
-  yet), NVFP4 precision, rows that span several TPU slices (DCN between slices not modelled), and any row
-  whose architecture is unknown or whose configuration fails a shardsim check it cannot express.
+* Skipped (manifest "skipped"): rows that span several TPU v4 slices (no DCN bandwidth per chip published for
+  v4), and any row whose architecture is unknown or whose configuration fails a shardsim check it cannot
+  express. Where a recipe's value is not expressible but a published table gives an expressible one, the
+  table's is used and the assumptions say so (Grok-1 on GB200: launch.sh ETP 8, README ETP 4).
 
 Families (one builder each; the tables hold the knobs and their citations)
 --------------------------------------------------------------------------
@@ -135,7 +138,6 @@ import re
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_RUNS = "/work/shared/reference/modern_runs.json"
 
-GB200_SKIP = "GB200 / NVL72 not modelled yet (issue 19)"
 MULTISLICE_SKIP = "multi-slice TPU (DCN between slices) not modelled yet"
 NO_BUCKETING = 2 ** 40  # NeMo-1.0 overlap_param_gather_with_optimizer_step: one bucket per model chunk
 MIB = 1024 * 1024
@@ -224,6 +226,19 @@ HARDWARE = {
     "torchao_b200": ("b200", 50, "single node of 8 'power limited' B200, limit not stated "
                      "(pytorch/ao@9e3758d15:torchao/prototype/mx_formats/README.md:17); the power cap is not "
                      "modelled; the NIC is unused on one node (preset value)"),
+    "dgx_gb200": ("gb200", 50, "DGX GB200 reference architecture, GB200 NVL72 racks "
+                  "(NVIDIA/dgxc-benchmarking@68eaf7e:README.md:189-199); the NIC is not stated there: one 400 Gb/s "
+                  "ConnectX-7 per GPU (50 GB/s, the gb200 preset) is assumed. NVLink domain per job: NeMo's Slurm "
+                  "executor asks for --segment = the largest divisor of the node count up to 18 (4 GPUs per node) when "
+                  "a job spans more than one rack (NVIDIA/NeMo@7a8f1cc7bc:scripts/performance/utils.py:114-120): 16 "
+                  "trays = 64 GPUs per NVLink domain for 128, 256 and 512 GPUs"),
+    "tt_nvfp4_blackwell": ("gb200", 50, "the GPU is not named ('NVIDIA Blackwell SM100 or later', "
+                           "pytorch/torchtitan@b5bcd76c66:torchtitan/components/quantization/nvfp4.md:17); the "
+                           "published memory percentages imply 184.28 GiB of device memory (Qwen3 rows: 78.63 GiB = "
+                           "42.67%, 112.63 = 61.12%, 112.88 = 61.25%), more than B200's 180 GB and far less than "
+                           "B300's 288 GB: GB200 (1,200 W) is taken, its rates from the gb200 preset, with hbm_bytes "
+                           "set to the implied 184.28 GiB that the framework saw; 4 GPUs on one NVLink domain (one "
+                           "compute tray); the NIC is unused"),
     "automodel_h100": ("h100-sxm", 50, "DGX-H100 (NVIDIA-NeMo/Automodel@01926a5c:docs/performance-summary.md:9); "
                        "NIC not stated, assumed the DGX H100 reference 8x400 Gb/s = 50 GB/s per GPU"),
 }
@@ -246,6 +261,26 @@ def gpu_cluster(hw, devices):
     """8 GPUs per node; a run on fewer GPUs than a node (the 2- and 4-GPU long-sequence rows) uses part of one."""
     chip, nic, _ = HARDWARE[hw]
     return {"chip": chip, "devices": devices, "fabric": gpu_fabric(nic, min(8, devices))}
+
+
+def gb200_cluster(devices):
+    """GB200 NVL72: 4 GPUs per compute tray; a job of more than 18 trays gets NVLink domains of the largest divisor
+    of its tray count up to 18 (NeMo's --segment, HARDWARE['dgx_gb200']), a smaller one a single domain."""
+    trays = devices // 4
+    segment = trays if trays <= 18 else next(c for c in range(18, 0, -1) if trays % c == 0)
+    return {"chip": "gb200", "devices": devices, "fabric": gpu_fabric(50, 4 * segment)}
+
+
+GIB = 1024 ** 3
+TT_NVFP4_HBM_BYTES = int(round(184.28 * GIB))  # HARDWARE['tt_nvfp4_blackwell']
+
+
+def gb200_chip_with_memory(hbm_bytes, note):
+    """The gb200 preset inline, its hbm_bytes replaced by a capacity the run itself measured."""
+    chip = json.loads((HERE.parents[2] / "presets" / "chips" / "gb200.json").read_text())
+    chip["hbm_bytes"] = hbm_bytes
+    chip["source"] = f"presets/chips/gb200.json with hbm_bytes {hbm_bytes} ({note})"
+    return chip
 
 
 # Chips per slice of the multislice rows (notes/jax.md sections 4.9-4.11, 4.18): v6e-256 slices; the v4 22B
@@ -735,7 +770,7 @@ def build_longseq(row):
 #    GPT-3 175B, Nemotron-4, Grok-1. Measured step time.
 # =========================================================================================================
 
-DGXC_COMMIT = {"dgxc v24.11.1": "35a9aec", "dgxc v25.02": "8f5cbb3", "dgxc v25.04": "741c886",
+DGXC_COMMIT = {"dgxc v24.11.1": "35a9aec", "dgxc v25.02": "8f5cbb3", "dgxc v25.04": "741c886", "dgxc v25.05": "68eaf7e",
                "dgxc v25.05.01": "60d6fd3", "dgxc v25.05.02 (commit dfc8039, revised Grok1 H100)": "dfc8039"}
 DGXC_SOFTWARE = {"35a9aec": "nemo:24.09 (NeMo 2.0.0, MCore 0.9, TE 1.10)",
                  "8f5cbb3": "nemo:24.12 (NeMo 2.1.0, MCore 0.10, inferred from the container date)"}
@@ -1065,12 +1100,19 @@ NEMO2_LLAMA = {
     ("llama31_405b", "FP8", "60d6fd3"): dict(recipe="llama31_405b.py", grad=253, tpo=(True, 239),
                                               ub=((1, 1), "userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192 "
                                                   "(proj_fprop and fc2_fprop ring_exchange, num_sm 1)", 150)),
+    # GB200 (v25.05, NeMo 7a8f1cc7bc): pretrain_llama31_405b.py:117-120 takes the b200 tables for gb200.
+    ("llama31_405b", "BF16", "68eaf7e"): dict(recipe="llama31_405b.py", grad=253, tpo=(True, 239),
+                                               ub=((32, 8), "userbuffers_bf16_b200_h16384_tp4_cp2_mbs1_seqlen8192", 163)),
+    ("llama31_405b", "FP8", "68eaf7e"): dict(recipe="llama31_405b.py", grad=253, tpo=(True, 239),
+                                              ub=((1, 1), "userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192 "
+                                                  "(proj_fprop and fc2_fprop ring_exchange, num_sm 1)", 176)),
 }
 
 
 def build_dgxc_nemo2_llama(row):
     commit = DGXC_COMMIT[row["release"]]
-    nemo = "d2b21556f2" if commit == "741c886" else "6f2c6fdaff"
+    nemo = {"741c886": "d2b21556f2", "68eaf7e": "7a8f1cc7bc"}.get(commit, "6f2c6fdaff")
+    gb200 = row["hardware"]["chip"] == "GB200"
     t = NEMO2_LLAMA[(row["model"], row["precision"], commit)]
     recipes = "nemo/collections/llm/recipes/"
     p, b = row["parallelism"], row["batch"]
@@ -1087,6 +1129,12 @@ def build_dgxc_nemo2_llama(row):
                      "MCore 0.11.x) (notes/megatron.md section 6.11)")
         par_cite = dg(commit, "llama3.1/llama31_utils.py",
                       {"llama3_8b": 448, "llama3_70b": 449, "llama31_405b": 450}[row["model"]])
+    elif gb200:
+        extra.append("DGXC v25.05 on GB200: recipe from NeMo 7a8f1cc7bc (r2.3.0 llmb-nemo, "
+                     + dg(commit, "llama3.1/setup.sh", 54) + ") run inside nemo:25.04.01 (NeMo 2.3.x, MCore 0.12); "
+                     "the b200 userbuffer tables serve gb200 (" +
+                     nm(nemo, "scripts/performance/llm/pretrain_llama31_405b.py", "113-120") + ")")
+        par_cite = dg(commit, "llama3.1/launch.sh", "94..99")
     else:
         extra.append("DGXC v25.05.01: recipe from NeMo 6f2c6fdaff run inside nemo:25.04.01 (NeMo 2.3.x, MCore 0.12)")
         par_cite = dg(commit, "llama3.1/launch.sh", "105..110")
@@ -1142,21 +1190,33 @@ def build_dgxc_nemo2_llama(row):
         extra.append("README config table lists GA 32 for 512 H100 but GBS 256/(MBS 1 x DP 4) = 64 "
                      f"({dg(commit, 'llama3.1/README.md', 25)}); the recipe's GBS is used")
         extra.append("step time is the mean of iterations 11-44 (DGXC v25.05+)")
-    extra.append(HARDWARE["dgx_h100"][2])
-    desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC {row['release'][5:]}, {n}x H100 "
-            f"(TP{tp} PP{pp} CP{cp} VP{vp}, GBS {b['gbs']})")
-    return scenario(row, desc, model, gpu_cluster("dgx_h100", n), plan, step_metric(row), dgxc_source(row),
+    if gb200:
+        extra.append("step time is the mean of iterations 11-44 (" + dg(commit, "llama3.1/README.md", 24) + ")")
+    extra.append(HARDWARE["dgx_gb200" if gb200 else "dgx_h100"][2])
+    desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC {row['release'][5:]}, {n}x "
+            f"{'GB200' if gb200 else 'H100'} (TP{tp} PP{pp} CP{cp} VP{vp}, GBS {b['gbs']})")
+    cluster = gb200_cluster(n) if gb200 else gpu_cluster("dgx_h100", n)
+    return scenario(row, desc, model, cluster, plan, step_metric(row), dgxc_source(row),
                     assumptions_text(knobs, extra))
 
 
 def build_dgxc_nemo2_grok(row):
     commit = DGXC_COMMIT[row["release"]]
-    nemo = "6f2c6fdaff"
+    gb200 = row["hardware"]["chip"] == "GB200"
+    nemo = "7a8f1cc7bc" if gb200 else "6f2c6fdaff"
     script = "scripts/performance/llm/pretrain_grok1_314b.py"
     p, b = row["parallelism"], row["batch"]
     n = row["hardware"]["count"]
     fp8 = row["precision"] == "FP8"
-    tp, pp, cp, ep, vp = 4, 8, 2, 8, 8
+    if gb200:
+        # grok1/launch.sh:77-90 for gb200: TP4 PP1 CP1 EP8 VP1 ET8, GBS 2*GPUs, CUDA graphs on. The README's table
+        # (grok1/README.md:16-21) says ETP 4; shardsim's expert_tp must be 1 or tp, so ETP 8 (experts split 8 ways
+        # over an EP x ETP group of 64) is not expressible: the README's ETP 4 = TP is used.
+        tp, pp, cp, ep, vp, etp = 4, 1, 1, 8, 1, 4
+        par_cite = dg(commit, "grok1/launch.sh", "77..90")
+    else:
+        tp, pp, cp, ep, vp, etp = 4, 8, 2, 8, 8, 1
+        par_cite = dg(commit, "grok1/launch.sh", "107..118")
     dp = n // (tp * pp * cp)
     model = grok1(64, "swiglu", nm(nemo, script, 83) + " builds Grok-1 from MixtralConfig8x7B (" +
                   nm(nemo, "nemo/collections/llm/gpt/model/mixtral.py", 36) + "): SwiGLU experts, not the GeGLU of "
@@ -1170,10 +1230,16 @@ def build_dgxc_nemo2_grok(row):
     knobs["tp_comm_overlap_sms"] = K(1, nm(nemo, "nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py", 176)
                                      + " (userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192, used for every GPU and "
                                      "precision: proj_fprop and fc2_fprop ring_exchange, num_sm 1)")
-    knobs["cp_comm"] = K("p2p", "cp_comm_type None -> p2p (NVIDIA/Megatron-LM@core_v0.12.0:megatron/core/extensions/"
-                         "transformer_engine.py:680)", "default")
+    if cp > 1:
+        knobs["cp_comm"] = K("p2p", "cp_comm_type None -> p2p (NVIDIA/Megatron-LM@core_v0.12.0:megatron/core/"
+                             "extensions/transformer_engine.py:680)", "default")
     knobs["moe_dispatcher"] = K("alltoall", nm(nemo, "nemo/collections/llm/gpt/model/mixtral.py", 63))
-    knobs["expert_tp"] = K(1, dg(commit, "grok1/launch.sh", 112) + " (ETP 1)")
+    if gb200:
+        knobs["expert_tp"] = K(etp, dg(commit, "grok1/README.md", "16..21") + " (ETP 4)", "not stated",
+                               "launch.sh passes -et 8 (" + dg(commit, "grok1/launch.sh", 84) + "), which shardsim "
+                               "cannot express (expert_tp must be 1 or tp); the README's ETP 4 = TP is used")
+    else:
+        knobs["expert_tp"] = K(1, dg(commit, "grok1/launch.sh", 112) + " (ETP 1)")
     knobs["moe_grouped_gemm"] = K(False, "NVIDIA/Megatron-LM@core_v0.12.0:megatron/core/transformer/"
                                   "transformer_config.py:397", "default", "not set by MixtralConfig or the script: "
                                   "SequentialMLP experts")
@@ -1183,18 +1249,80 @@ def build_dgxc_nemo2_grok(row):
                                 "default 'ds', delayed scaling)")
         knobs["fp8_param_gather"] = K(True, nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 70))
     apply_knobs(plan, knobs)
-    extra = [f"DGXC {row['release'][5:]}: NeMo 6f2c6fdaff recipe in nemo:25.04.00; parallel layout from "
-             f"{dg(commit, 'grok1/launch.sh', '107..118')} (TP4 PP8 CP2 EP8 ETP1 VP8, GBS 2*GPUs)",
-             "MoE: token dropping at capacity factor 1.0 with padding (" +
-             nm(nemo, "nemo/lightning/pytorch/callbacks/moe_token_drop.py", "38,39") + "); routing imbalance not "
-             "modelled; 1 layer per virtual stage (64/(8*8)), no embedding/loss accounting stated",
-             nemo2_optim_step_note(dp, pp, vp), "step time is the mean of iterations 11-44 (DGXC v25.05+)",
-             HARDWARE["dgx_h100"][2]]
+    if gb200:
+        extra = [f"DGXC {row['release'][5:]} on GB200: NeMo 7a8f1cc7bc recipe ({dg(commit, 'grok1/setup.sh', 55)}) in "
+                 f"nemo:25.04.00; parallel layout from {par_cite} (TP4 PP1 CP1 EP8 VP1, GBS 2*GPUs); CUDA graphs on "
+                 f"({dg(commit, 'grok1/launch.sh', 90)}): training CUDA graphs are not modelled (each kernel pays its "
+                 "launch time)"]
+    else:
+        extra = [f"DGXC {row['release'][5:]}: NeMo 6f2c6fdaff recipe in nemo:25.04.00; parallel layout from "
+                 f"{par_cite} (TP4 PP8 CP2 EP8 ETP1 VP8, GBS 2*GPUs)"]
+    extra += ["MoE: token dropping at capacity factor 1.0 with padding (" +
+              nm(nemo, "nemo/lightning/pytorch/callbacks/moe_token_drop.py", "38,39") + "); routing imbalance not "
+              "modelled" + ("" if gb200 else "; 1 layer per virtual stage (64/(8*8)), no embedding/loss accounting "
+                            "stated"),
+              nemo2_optim_step_note(dp, pp, vp), "step time is the mean of iterations 11-44 (DGXC v25.05+)",
+              HARDWARE["dgx_gb200" if gb200 else "dgx_h100"][2]]
     if commit == "dfc8039":
         extra.insert(1, "dfc8039 changes only the README numbers; launch/setup identical to 60d6fd3")
-    desc = (f"{row['id']}: Grok-1 314B {row['precision']}, DGXC {row['release'][5:].split(' ')[0]}, {n}x H100 "
-            f"(TP4 PP8 CP2 EP8 ETP1 VP8, GBS {b['gbs']})")
-    return scenario(row, desc, model, gpu_cluster("dgx_h100", n), plan, step_metric(row), dgxc_source(row),
+    layout = f"TP{tp} PP{pp} CP{cp} EP{ep} ETP{etp} VP{vp}"
+    desc = (f"{row['id']}: Grok-1 314B {row['precision']}, DGXC {row['release'][5:].split(' ')[0]}, {n}x "
+            f"{'GB200' if gb200 else 'H100'} ({layout}, GBS {b['gbs']})")
+    cluster = gb200_cluster(n) if gb200 else gpu_cluster("dgx_h100", n)
+    return scenario(row, desc, model, cluster, plan, step_metric(row), dgxc_source(row),
+                    assumptions_text(knobs, extra))
+
+
+# (precision) -> userbuffer table of the b200/gb200 Nemotron-4 340B recipe (NeMo b4148d2169 userbuffers.py)
+NEMOTRON_GB200_UB = {"BF16": ((1, 24), "userbuffers_bf16_b200_h18432_tp8_mbs1_seqlen4096", 312),
+                     "FP8": ((1, 1), "userbuffers_fp8_b200_h18432_tp8_mbs1_seqlen4096", 325)}
+
+
+def build_dgxc_nemo2_nemotron(row):
+    """DGXC v25.05 Nemotron-4 340B on GB200: NeMo 2.0 performance script (NeMo b4148d2169) in nemo:25.04.00."""
+    commit = DGXC_COMMIT[row["release"]]
+    nemo = "b4148d2169"
+    script = "scripts/performance/llm/pretrain_nemotron4_340b.py"
+    recipe = "nemo/collections/llm/recipes/nemotron4_340b.py"
+    p, b = row["parallelism"], row["batch"]
+    n = row["hardware"]["count"]
+    fp8 = row["precision"] == "FP8"
+    tp, pp, cp, vp = p["tp"], p["pp"], 1, p["vp"]
+    assert (tp, pp, vp, b["mbs"]) == (8, 4, 12, 1), row["id"]
+    strong = b["gbs"] == 512
+    assert b["gbs"] == (512 if strong else n // 4), row["id"]
+    dp = n // (tp * pp * cp)
+    model = nemotron("nemotron4-340b", 96, 18432, 73728, 96, 8,
+                     f"Nemotron4Config340B ({nm(nemo, 'nemo/collections/llm/gpt/model/nemotron.py', '136..148')})",
+                     f"NullTokenizer of 256000 ({nm(nemo, script, '93..95')})")
+    plan = base_plan("megatron-core", n, tp, pp, cp, 1, b["mbs"], b["gbs"], row["seq_len"], vp, sp=True)
+    knobs = {"sequence_parallel": K(True, nm(nemo, "scripts/performance/utils.py", 356)),
+             "recompute": K("none", nm(nemo, "scripts/performance/recommended_model_configs/model_configs_gb200.csv",
+                                       "20,21") + " (recompute_layers 0)")}
+    knobs.update(nemo2_dp_knobs(nemo, dp, nm(nemo, recipe, 226)))
+    knobs["tp_comm_overlap"] = K(True, nm(nemo, recipe, 213))
+    (proj, fc2), name, line = NEMOTRON_GB200_UB[row["precision"]]
+    knobs["tp_comm_overlap_sms"] = K(mean_sms(proj, fc2), nm(nemo, "nemo/collections/llm/recipes/tp_overlap_configs/"
+                                     "userbuffers.py", line) + f" ({name}, taken for gb200 by {script}:102-106: "
+                                     f"proj_fprop {proj}, fc2_fprop {fc2} SMs; mean)")
+    if fp8:
+        knobs["matmul_dtype"] = K("fp8", nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 56))
+        knobs["fp8_recipe"] = K("delayed", nm(nemo, "scripts/performance/utils.py", 428) + " (fp8_recipe None -> "
+                                "'ds', delayed scaling)")
+        knobs["fp8_param_gather"] = K(True, nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 70))
+    apply_knobs(plan, knobs)
+    extra = [f"DGXC {row['release'][5:]} on GB200: NeMo {nemo} recipe ({dg(commit, 'nemotron/setup.sh', 54)}) in "
+             f"nemo:25.04.00; layout TP8 PP4 VP12 MBS1 from {dg(commit, 'nemotron/launch.sh', '109..121')}, GBS "
+             + ("512 (STRONG_SCALING=true, " + dg(commit, "nemotron/launch.sh", 114) + ")" if strong else
+                "GPUs/4 (" + dg(commit, "nemotron/launch.sh", 117) + ")"),
+             "CUDA graphs on (" + dg(commit, "nemotron/launch.sh", 162) + "): training CUDA graphs are not modelled",
+             "96 layers over PP4 x VP12: 2 per virtual stage, no embedding/loss accounting in the recipe",
+             "defer_embedding_wgrad_compute (" + nm(nemo, recipe, 214) + ") is not modelled",
+             nemo2_optim_step_note(dp, pp, vp), "step time is the mean of iterations 11-44 (DGXC v25.05+)",
+             HARDWARE["dgx_gb200"][2]]
+    desc = (f"{row['id']}: Nemotron-4 340B {row['precision']}, DGXC {row['release'][5:]}, {n}x GB200 "
+            f"(TP{tp} PP{pp} VP{vp}, MBS {b['mbs']}, GBS {b['gbs']})")
+    return scenario(row, desc, model, gb200_cluster(n), plan, step_metric(row), dgxc_source(row),
                     assumptions_text(knobs, extra))
 
 
@@ -1664,6 +1792,14 @@ def llama_tt(model, commit):
     return dense(*shapes, f"{cite}: RoPE, SwiGLU, RMSNorm, no biases, untied output, no dropout")
 
 
+def qwen3_8b_tt():
+    """torchtitan's Qwen3 8B flavor (pytorch/torchtitan@b5bcd76c66:torchtitan/models/qwen3/__init__.py:367-400)."""
+    return dense("qwen3-8b", 36, 4096, 12288, 32, 8, 151936,
+                 tt("b5bcd76c66", "torchtitan/models/qwen3/__init__.py", "367-400") + ": 36 layers, dim 4096, 32 "
+                 "heads of dim 128, 8 KV heads, FFN 12288 (SwiGLU), RMSNorm, QK-norm, RoPE theta 1e6, untied lm_head, "
+                 "vocab 151936, fused qkv", head_dim=128, qk_norm=True)
+
+
 # per torchtitan commit: FSDP wrapping / reshard code, mixed-precision config, per-op SAC save list
 TT_CODE = {
     "9dec370": ("torchtitan/parallelisms/parallelize_llama.py:309-339", "torchtitan/config_manager.py:388-397",
@@ -1678,6 +1814,8 @@ TT_CODE = {
                 "mm (every 2nd recomputed), flash/efficient SDPA, reduce_scatter, max"),
     "6fc499f6": ("torchtitan/models/llama3/infra/parallelize.py:357-422", "torchtitan/config/job_config.py:207-216",
                  "mm (every 2nd recomputed), flash/efficient SDPA, reduce_scatter, max; cuDNN attention not saved"),
+    "b5bcd76c66": ("torchtitan/distributed/fsdp.py:168-240", "torchtitan/config/configs.py:94-102",
+                   "linear/mm (every 2nd recomputed), cuDNN SDPA, flex attention, reduce_scatter, max"),
 }
 
 
@@ -1739,6 +1877,13 @@ for rid, fp8, ag in (("r0532", None, False), ("r0533", "tensorwise", True), ("r0
     TT_ROWS[rid] = dict(family="torchao_mx", model="llama3_8b", hw="torchao_b200", commit="6fc499f6", dp=8, mbs=1,
                         gbs=8, seq=8192, recompute="op_sac", compile=True, fp8=fp8, fp8_ag=ag)
 
+# torchtitan NVFP4 doc (b5bcd76c66:torchtitan/components/quantization/nvfp4.md): 4 GPUs, FSDP 4, seq 2048.
+for rid, model, mbs, prec in (("r0537", "llama3_8b", 32, "nvfp4"), ("r0538", "llama3_8b", 32, "mxfp8"),
+                              ("r0539", "llama3_8b", 32, None), ("r0540", "qwen3_8b", 16, "nvfp4"),
+                              ("r0541", "qwen3_8b", 16, "mxfp8"), ("r0542", "qwen3_8b", 16, None)):
+    TT_ROWS[rid] = dict(family="tt_nvfp4", model=model, hw="tt_nvfp4_blackwell", commit="b5bcd76c66", dp=4, mbs=mbs,
+                        gbs=4 * mbs, seq=2048, recompute="op_sac", compile=True, fp8=prec, fp8_ag=False)
+
 TT_FAMILY_NOTES = {
     "tt2412_fsdp": ("torchtitan 9dec370 (torch 1963fc8, torchao eab345c), Dec-2024 benchmark Tables 1/3 ({bd}:19-46): "
                     "local batch 2 (command line; toml 1), seq 8192 (toml {t}:30), FSDP over all GPUs, per-op SAC "
@@ -1787,6 +1932,18 @@ TT_FAMILY_NOTES = {
                        "FSDP 8, per-op SAC, compile; tensorwise with FSDP float8 all-gather, precomputed scales and fp8 "
                        "weight recompute in backward; rowwise with bf16 all-gather; output layer excluded; tps = median "
                        "of the log lines; the 'GB' memory column is torchtitan's peak reserved GiB"),
+    "tt_nvfp4": ("torchtitan NVFP4 doc (pytorch/torchtitan@b5bcd76c66:torchtitan/components/quantization/nvfp4.md): "
+                 "200M-token runs, FSDP 4 (dp_shard 4, TP 1), seq 2048, eager + torch.compile of the model "
+                 "(config_registry: CompileConfig components ['model']); AC not stated: the configs' default "
+                 "SelectiveAC (per-op SAC, torchtitan/distributed/activation_checkpoint.py:185-192) is used. NVFP4 "
+                 "(bf16 tail): layers 0..L-ceil(0.15L)-1 in NVFP4, the rest and the LM head in bf16 "
+                 "(torchtitan/components/quantization/nvfp4.py:248-265; llama3_8b_first_85_pct_layers_nvfp4, "
+                 "qwen3_8b_first_85_pct_layers_nvfp4); NVFP4 quantises GEMMs only, weights and collectives stay bf16 "
+                 "(nvfp4.md:7-9, :143); MXFP8 converter on every decoder Linear with bf16 FSDP all-gathers (not "
+                 "stated: torchao's MX training has no low-precision all-gather); the runs used torchtitan "
+                 "8d6877e1 (Llama), 20a66c9a / 34c805f3 (Qwen3 MX-NVFP4 / BF16), PyTorch 2.14.0a0, TorchAO 0.18.0, "
+                 "whose code is read at b5bcd76c66; the Qwen3 runs use varlen attention over packed C4 documents, "
+                 "taken as full causal attention over 2048 tokens"),
     "torchao_mx": ("torchao MX README (pytorch/ao@e4e681be6:benchmarks/float8/training/llama3.sh:30-56): torchtitan "
                    "6fc499f6, llama3_8b.toml, local batch 1, seq 8192, FSDP 8, per-op SAC, compile; MXFP8 (cuBLAS, "
                    "block 32, FLOOR or RCEIL scales) / float8 tensorwise with FSDP float8 all-gather / rowwise; bf16 "
@@ -1801,7 +1958,7 @@ def build_torchtitan(row):
     fam = f["family"]
     n = row["hardware"]["count"]
     tp, pp, cp = f.get("tp", 1), f.get("pp", 1), f.get("cp", 1)
-    model = llama_tt(f["model"], f["commit"])
+    model = qwen3_8b_tt() if f["model"] == "qwen3_8b" else llama_tt(f["model"], f["commit"])
     lps, vp, mesh = None, 1, None
     if pp > 1:
         if f["schedule"] == "interleaved":
@@ -1833,7 +1990,23 @@ def build_torchtitan(row):
     if cp > 1:
         knobs["cp_comm"] = K("all_gather", tt("9dec370", "torchtitan/config_manager.py", "364-377") +
                              " (context_parallel_rotate_method allgather)", "default")
-    if f["fp8"]:
+    if fam == "tt_nvfp4":
+        knobs["vocab_tiling"] = K(8, tt(f["commit"], "torchtitan/components/loss.py", "501-545") + " (the configs' "
+                                  "loss=ChunkedLossWrapper, num_chunks 8: the LM head and loss run per chunk of tokens; "
+                                  "it runs each chunk's backward at once, shardsim's vocab tiling recomputes the "
+                                  "chunk's logits in the backward: one extra head GEMM, about 2% of these steps)")
+    if f["fp8"] == "nvfp4":
+        tail = math.ceil(model["layers"] * 0.15)
+        knobs["matmul_dtype"] = K("fp4", "NVFP4LinearConverter on the leading decoder layers' Linears " +
+                                  tt(f["commit"], "torchtitan/components/quantization/nvfp4.py", "268-300"))
+        knobs["bf16_tail_layers"] = K(tail, tt(f["commit"], "torchtitan/components/quantization/nvfp4.py", "248-265") +
+                                      f" (ceil(0.15 x {model['layers']}) = {tail} last layers in bf16)")
+        knobs["fp8_param_gather"] = K(False, "weights and collectives stay bf16 (" +
+                                      tt(f["commit"], "torchtitan/components/quantization/nvfp4.md", "7-9") + ")")
+        knobs["low_precision_saved_inputs"] = K(True, "torchao's NVFP4Linear saves the column-wise NVFP4 codes of its "
+                                                "input for the weight gradient, not the bf16 input (pytorch/ao@36027d82d:"
+                                                "torchao/prototype/moe_training/nvfp4_training/nvfp4_linear.py:194-236)")
+    elif f["fp8"]:
         knobs["matmul_dtype"] = K("fp8", "float8 converter on every nn.Linear but the output layer")
         knobs["fp8_recipe"] = K({"tensorwise": "tensorwise", "rowwise": "rowwise", "mxfp8": "mxfp8"}[f["fp8"]],
                                 "torchao recipe of the row (notes/pytorch.md section 1.8)")
@@ -1855,7 +2028,7 @@ def build_torchtitan(row):
         metrics.append(("peak_memory_GiB", mem))
         extra.append("peak_memory_GiB = torchtitan's peak reserved memory (reserved_bytes.all.peak) in GiB"
                      + (", max over GPUs" if fam.startswith("tt2412") else ""))
-    prec = f"FP8 {f['fp8']}" if f["fp8"] else "BF16"
+    prec = ("NVFP4 (bf16 tail)" if f["fp8"] == "nvfp4" else f"FP8 {f['fp8']}") if f["fp8"] else "BF16"
     desc = (f"{row['id']}: {model['name']} {prec}, torchtitan ({row['locator']}), {n}x {row['hardware']['chip']} "
             f"(FSDP {f['dp']}" + (f" TP{tp}" if tp > 1 else "") + (f" PP{pp}" if pp > 1 else "") +
             (f" CP{cp}" if cp > 1 else "") + f", local batch {f['mbs'] * (8 if pp > 1 else 1)}, seq {f['seq']})")
@@ -1863,8 +2036,16 @@ def build_torchtitan(row):
            "benchmark, Trainy H200 (" + tt("b5bcd76c66", "benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md") + ")",
            "tt_perf_2024": "torchtitan docs/performance.md (" + tt("3faaa1a0d", "docs/performance.md") + ")",
            "torchao_float8": "TorchAO float8 README (pytorch/ao@8c81863ba:torchao/float8/README.md)",
-           "torchao_mx": "TorchAO MX README (pytorch/ao@9e3758d15:torchao/prototype/mx_formats/README.md)"}[row["source"]]
-    return scenario(row, desc, model, gpu_cluster(f["hw"], n), plan, metrics, f"{src}, {row['locator']}",
+           "torchao_mx": "TorchAO MX README (pytorch/ao@9e3758d15:torchao/prototype/mx_formats/README.md)",
+           "tt_nvfp4": "torchtitan NVFP4 doc (" + tt("b5bcd76c66", "torchtitan/components/quantization/nvfp4.md") +
+                       ")"}[row["source"]]
+    if f["hw"] == "tt_nvfp4_blackwell":
+        cluster = {"chip": gb200_chip_with_memory(TT_NVFP4_HBM_BYTES, "184.28 GiB, the capacity the torchtitan NVFP4 "
+                                                  "doc's memory percentages imply"),
+                   "devices": n, "fabric": gpu_fabric(HARDWARE[f["hw"]][1], n)}
+    else:
+        cluster = gpu_cluster(f["hw"], n)
+    return scenario(row, desc, model, cluster, plan, metrics, f"{src}, {row['locator']}",
                     assumptions_text(knobs, extra))
 
 
@@ -1994,13 +2175,6 @@ SKIPPED_CHIP = {"GB200": "gb200", "TPU v4": "tpu-v4", "TPU v6e": "tpu-v6e",
 
 def skip_reason(row):
     chip = row["hardware"]["chip"]
-    if chip == "GB200" or row["source"] == "tt_nvfp4":
-        reason = GB200_SKIP
-        if "NVFP4" in row["precision"]:
-            reason += "; NVFP4 precision not modelled"
-        return reason
-    if "NVFP4" in row["precision"]:
-        return "NVFP4 precision not modelled"
     if chip == "TPU v4" and row["hardware"]["count"] > slice_chips(row):
         return "TPU v4 multislice: no DCN bandwidth per chip is published for v4 (notes/jax.md section 2)"
     return None
@@ -2023,15 +2197,17 @@ def builder(row):
         if model == "gpt3_175b":
             return build_dgxc_nemo1_gpt3
         if model.startswith("nemotron4"):
-            return build_dgxc_nemo1_nemotron
+            return build_dgxc_nemo2_nemotron if commit == "68eaf7e" else build_dgxc_nemo1_nemotron
         return build_dgxc_nemo1_llama if commit in ("35a9aec", "8f5cbb3") else build_dgxc_nemo2_llama
     return {"mlm_moe_readme": build_mlm_mixtral, "bloom_chronicles": build_bloom, "maxtext_a3": build_maxtext_a3,
             "maxtext_v4": build_maxtext_v4, "tpu_recipes_v6e": build_v6e, "tt_bench_202412": build_torchtitan,
             "tt_h200_trainy": build_torchtitan, "tt_perf_2024": build_torchtitan, "torchao_float8": build_torchtitan,
-            "torchao_mx": build_torchtitan, "automodel_perf": build_automodel}[src]
+            "torchao_mx": build_torchtitan, "tt_nvfp4": build_torchtitan, "automodel_perf": build_automodel}[src]
 
 
 def precision_slug(row, plan):
+    if plan.get("matmul_dtype") == "fp4":
+        return "nvfp4"
     if plan.get("matmul_dtype") != "fp8":
         return "bf16"
     recipe = plan.get("fp8_recipe", "delayed")

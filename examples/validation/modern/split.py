@@ -37,8 +37,12 @@ FRAMEWORK_GROUPS = {
     "Megatron-DeepSpeed": "megatron-deepspeed",
 }
 
-# Rows moved from held out to development after the split was committed, with the reason. Empty at v1.
-MOVED_TO_DEVELOPMENT = {}
+# Rows moved from held out to development after the split was committed, with the reason.
+_OOM_LOOK = ("2026-11-27: its memory breakdown (and for r0002 and r0322 the whole scenario) was read while "
+             "investigating why configurations that ran are judged out of memory, before the change that keeps "
+             "Transformer Engine's fp8 saved inputs quantised (low_precision_saved_inputs) was made; that change "
+             "follows TE's and torchao's source, but the row was looked at, so it counts as in-sample")
+MOVED_TO_DEVELOPMENT = {r: _OOM_LOOK for r in ("r0002", "r0004", "r0011", "r0013", "r0322", "r0480", "r0567")}
 
 
 def family_key(row):
