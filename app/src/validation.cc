@@ -75,6 +75,7 @@ void summarise(ValidationReport& rep) {
     if (!r.framework.empty()) rep.performance[split + " / framework " + r.framework].add(r.error);
     if (!r.chip.empty()) rep.performance[split + " / chip " + r.chip].add(r.error);
     if (!r.source.empty()) rep.performance[split + " / source " + r.source].add(r.error);
+    if (!r.precision.empty()) rep.performance[split + " / precision " + r.precision].add(r.error);
     if (r.serving) rep.performance[split + " / metric " + r.metric].add(r.error);
   }
 }
@@ -107,6 +108,8 @@ std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport
   std::vector<ValidationRow> rows;
   for (const auto& [metric, value] : s.published.metrics) {
     ValidationRow row = published_row(s, metric, value, std::string(to_string(s.plan.framework)));
+    row.precision = std::string(to_string(s.plan.matmul_dtype));
+    if (s.plan.matmul_dtype != DType::kBf16) row.precision += " " + std::string(to_string(s.plan.fp8_recipe));
     row.fits = r.memory.fits;
     if (metric == "step_time_s") {
       row.predicted = r.step_time_s;
@@ -275,6 +278,9 @@ std::string validation_table(const ValidationReport& rep) {
   for (const auto& [key, st] : rep.performance) {
     if (key.find(" / source ") != std::string::npos) stat(key, st);
   }
+  for (const auto& [key, st] : rep.performance) {
+    if (key.find(" / precision ") != std::string::npos) stat(key, st);
+  }
   out += "memory:\n";
   stat("all", rep.memory);
   std::snprintf(line, sizeof line, "published runs judged out of memory: %d\n", rep.out_of_memory);
@@ -300,6 +306,7 @@ std::string validation_json(const ValidationReport& rep) {
                          {"source", r.source},
                          {"framework", r.framework},
                          {"chip", r.chip},
+                         {"precision", r.precision},
                          {"metric", r.metric},
                          {"published", r.published},
                          {"predicted", r.predicted},

@@ -32,6 +32,21 @@ TEST(Validation, KorthikantiMemoryWithinTenPercent) {
   EXPECT_EQ(checked, 6);
 }
 
+// Training rows carry the GEMM format and recipe they are grouped by
+// ("split / precision ..."); serving rows carry none.
+TEST(Validation, RowsNameTheirPrecision) {
+  const std::string dir = SHARDSIM_SOURCE_DIR "/examples/validation/modern/scenarios/";
+  const std::pair<const char*, const char*> cases[] = {
+      {"r0540-qwen3-8b-blackwellx4-nvfp4.json", "fp4 nvfp4"},
+      {"r0541-qwen3-8b-blackwellx4-mxfp8.json", "fp8 mxfp8"},
+      {"r0542-qwen3-8b-blackwellx4-bf16.json", "bf16"},
+      {"r0465-llama31-405b-gb200x128-fp8.json", "fp8 delayed"}};
+  for (const auto& [file, precision] : cases) {
+    const Scenario s = load_scenario(dir + file);
+    for (const ValidationRow& row : validate_scenario(s, StepReport{})) EXPECT_EQ(row.precision, precision) << file;
+  }
+}
+
 // The accuracy record: a report checked against its own record holds; a
 // row or a group that got worse beyond the tolerance fails the check, one
 // that got better passes it, and a row gone or new fails it until re-recorded.

@@ -21,6 +21,9 @@ struct ValidationRow {
   std::string source;    ///< the source's short id
   std::string framework;
   std::string chip;
+  /// Training rows: the linear layers' GEMM format and its recipe ("bf16",
+  /// "fp8 delayed", "fp8 mxfp8", "fp4 nvfp4", ...); "" for serving rows.
+  std::string precision;
   std::string metric;
   double published = 0;
   double predicted = 0;
