@@ -15,7 +15,6 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
 #include <boost/graph/topological_sort.hpp>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -25,12 +24,13 @@
 #include <iterator>
 #include <map>
 #include <queue>
-#include <set>
 #include <span>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
 
+#include "chakra_checks.h"
+#include "chakra_groups.h"
 #include "chakra_io.h"
 #include "shardsim/core/error.h"
 #include "shardsim/core/read_file.h"
@@ -43,8 +43,11 @@ namespace {
 
 using ChakraProtoMsg::AttributeProto;
 using ChakraProtoMsg::Node;
+using detail::CommRecord;
 using detail::find_attr;
+using detail::GroupTable;
 using detail::node_path;
+using detail::RankBuild;
 namespace fs = std::filesystem;
 
 /// The schema versions whose numbering this reader knows: 0.0.4 (proto3,
@@ -65,107 +68,6 @@ std::optional<E> enum_from(const std::string& s, int count) {
   }
   return std::nullopt;
 }
-
-/// A collective or transfer as the cross-rank checks see it.
-struct CommRecord {
-  size_t op = 0;  // op index on its rank
-  uint64_t node = 0;
-  int64_t a = 0;  // collective: kind; transfer: peer
-  int64_t tag = 0;
-  int64_t bytes = 0;
-  size_t group = 0;  // collectives: index into the group names
-};
-
-struct RankBuild {
-  std::string file;
-  Program program;
-  std::vector<uint64_t> node_of;
-  RankMeta meta;
-  std::vector<CommRecord> colls, sends, recvs;
-};
-
-std::string coll_name(int64_t kind) {
-  return std::string(to_string(static_cast<CollectiveKind>(kind)));
-}
-
-/// Groups named by a PyTorch trace's process-group metadata node
-/// (inputs.values holds a JSON list of {"pg_name", "ranks", ...}, as
-/// Python writes the list of one string: ['[...]']; empty ranks: every
-/// rank). Empty when the node holds none.
-std::map<std::string, std::vector<int64_t>> process_groups(const Node& n) {
-  std::map<std::string, std::vector<int64_t>> out;
-  std::string text = n.inputs().values();
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() && text.size() >= 4) j = nlohmann::json::parse(text.substr(2, text.size() - 4), nullptr, false);
-  if (j.is_array() && j.size() == 1 && j[0].is_string())
-    j = nlohmann::json::parse(j[0].get<std::string>(), nullptr, false);
-  if (!j.is_array()) return out;
-  for (const auto& pg : j) {
-    if (!pg.is_object() || !pg.contains("pg_name") || !pg.contains("ranks") || !pg["ranks"].is_array()) continue;
-    const std::string name = pg["pg_name"].is_string() ? pg["pg_name"].get<std::string>() : pg["pg_name"].dump();
-    std::vector<int64_t> ranks;
-    for (const auto& r : pg["ranks"]) {
-      if (!r.is_number_integer()) return {};
-      ranks.push_back(r.get<int64_t>());
-    }
-    out[name] = ranks;
-  }
-  return out;
-}
-
-/// The communicator groups collectives name by pg_name: "" and "0" are
-/// every rank (ASTRA-sim's default group), others come from
-/// comm_groups.json or a PyTorch process-group metadata node. Numbered as
-/// first used (ProgramSet::groups).
-class GroupTable {
- public:
-  GroupTable(int64_t ranks, std::map<std::string, std::vector<int64_t>> named, std::string source)
-      : ranks_(ranks), named_(std::move(named)), source_(std::move(source)) {}
-  /// The index of group `name`; throws InputError at the node when it is
-  /// unknown or `rank` is not in it.
-  int32_t use(const std::string& name, int64_t rank, const std::string& file, const std::string& where) {
-    auto [it, fresh] = index_.try_emplace(name, static_cast<int32_t>(list_.size()));
-    if (fresh) {
-      std::vector<uint32_t> members;
-      if (name.empty() || name == "0") {
-        for (int64_t r = 0; r < ranks_; ++r) members.push_back(static_cast<uint32_t>(r));
-      } else {
-        const auto g = named_.find(name);
-        if (g == named_.end()) {
-          index_.erase(it);
-          throw InputError(file, where + "/pg_name",
-                           "group \"" + name + "\" is not defined (" +
-                               (source_.empty() ? "the trace has no comm_groups.json and no process-group metadata"
-                                                : "not in " + source_) +
-                               ")");
-        }
-        for (int64_t r : g->second) members.push_back(static_cast<uint32_t>(r));
-        if (members.empty()) {
-          for (int64_t r = 0; r < ranks_; ++r) members.push_back(static_cast<uint32_t>(r));
-        }
-      }
-      list_.push_back(std::move(members));
-      names_.push_back(name);
-    }
-    const auto& m = list_[static_cast<size_t>(it->second)];
-    if (std::find(m.begin(), m.end(), static_cast<uint32_t>(rank)) == m.end()) {
-      throw InputError(
-          file, where + "/pg_name",
-          "rank " + std::to_string(rank) + " runs a collective of group \"" + name + "\", which does not hold it");
-    }
-    return it->second;
-  }
-  const std::vector<std::vector<uint32_t>>& list() const { return list_; }
-  const std::string& name(size_t g) const { return names_[g]; }
-
- private:
-  int64_t ranks_;
-  std::map<std::string, std::vector<int64_t>> named_;
-  std::string source_;
-  std::map<std::string, int32_t> index_;
-  std::vector<std::vector<uint32_t>> list_;
-  std::vector<std::string> names_;
-};
 
 /// The attributes this reader knows, each a slot of a node's index.
 constexpr const char* kKnownAttrs[] = {"is_cpu_op",
@@ -770,115 +672,6 @@ std::vector<std::string> rank_files(const std::string& dir, std::string& prefix)
   return out;
 }
 
-/// comm_groups.json: {"<id>": [ranks], ...}.
-std::map<std::string, std::vector<int64_t>> read_groups_file(const std::string& file, const std::string& text,
-                                                             int64_t ranks) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    throw InputError(file, "", "expected a JSON object of groups: {\"1\": [0, 1], ...}");
-  }
-  std::map<std::string, std::vector<int64_t>> out;
-  for (const auto& [name, members] : j.items()) {
-    if (!members.is_array() || members.empty()) {
-      throw InputError(file, "/" + name, "expected a non-empty array of ranks");
-    }
-    std::set<int64_t> seen;
-    std::vector<int64_t>& list = out[name];
-    for (size_t i = 0; i < members.size(); ++i) {
-      const auto& r = members[i];
-      if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() >= ranks) {
-        throw InputError(file, "/" + name + "/" + std::to_string(i),
-                         "expected a rank of the trace (0.." + std::to_string(ranks - 1) + ")");
-      }
-      if (!seen.insert(r.get<int64_t>()).second) {
-        throw InputError(file, "/" + name + "/" + std::to_string(i), "rank " + r.dump() + " is listed twice");
-      }
-      list.push_back(r.get<int64_t>());
-    }
-  }
-  return out;
-}
-
-std::string describe(const CommRecord& c, bool collective) {
-  return (collective ? coll_name(c.a) : std::string("transfer")) + " of " + std::to_string(c.bytes) + " bytes";
-}
-
-/// Every member of a group runs the same collectives on it, in the same
-/// order (count, type, size).
-void check_collectives(const std::vector<RankBuild>& ranks, const GroupTable& groups) {
-  const auto& list = groups.list();
-  for (size_t g = 0; g < list.size(); ++g) {
-    const std::string gname = "\"" + groups.name(g) + "\"";
-    std::vector<const CommRecord*> first;
-    const RankBuild& r0 = ranks[list[g][0]];
-    for (const CommRecord& c : r0.colls) {
-      if (c.group == g) first.push_back(&c);
-    }
-    for (size_t i = 1; i < list[g].size(); ++i) {
-      const uint32_t m = list[g][i];
-      size_t k = 0;
-      for (const CommRecord& c : ranks[m].colls) {
-        if (c.group != g) continue;
-        if (k == first.size()) {
-          throw InputError(ranks[m].file, node_path(c.node),
-                           "collective " + std::to_string(k + 1) + " on group " + gname + " has no match: rank " +
-                               std::to_string(list[g][0]) + " runs " + std::to_string(first.size()) + " on it");
-        }
-        const CommRecord& f = *first[k];
-        if (c.a != f.a || c.bytes != f.bytes) {
-          throw InputError(ranks[m].file, node_path(c.node),
-                           "collective " + std::to_string(k + 1) + " on group " + gname + " is " + describe(c, true) +
-                               ", rank " + std::to_string(list[g][0]) + "'s (node " + std::to_string(f.node) + ") " +
-                               describe(f, true));
-        }
-        ++k;
-      }
-      if (k != first.size()) {
-        // The first collective of the group's first rank that rank m lacks.
-        throw InputError(r0.file, node_path(first[k]->node),
-                         "collective " + std::to_string(k + 1) + " on group " + gname + " has no match: rank " +
-                             std::to_string(m) + " (" + fs::path(ranks[m].file).filename().string() + ") runs " +
-                             std::to_string(k) + " on it");
-      }
-    }
-  }
-}
-
-/// The k-th send of each (sender, receiver, tag) meets the receiver's k-th
-/// receive from the sender with that tag, of the same size.
-void check_transfers(const std::vector<RankBuild>& ranks) {
-  using Key = std::tuple<int64_t, int64_t, int64_t>;  // sender, receiver, tag
-  std::map<Key, std::pair<std::vector<const CommRecord*>, std::vector<const CommRecord*>>> channels;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    for (const CommRecord& c : ranks[r].sends) channels[{static_cast<int64_t>(r), c.a, c.tag}].first.push_back(&c);
-    for (const CommRecord& c : ranks[r].recvs) channels[{c.a, static_cast<int64_t>(r), c.tag}].second.push_back(&c);
-  }
-  for (const auto& [key, ends] : channels) {
-    const auto [src, dst, tag] = key;
-    const auto& [sends, recvs] = ends;
-    const std::string ch =
-        "rank " + std::to_string(src) + " to rank " + std::to_string(dst) + " with tag " + std::to_string(tag);
-    for (size_t k = 0; k < std::min(sends.size(), recvs.size()); ++k) {
-      if (sends[k]->bytes != recvs[k]->bytes) {
-        throw InputError(ranks[static_cast<size_t>(dst)].file, node_path(recvs[k]->node),
-                         "receive " + std::to_string(k + 1) + " from " + ch + " is of " +
-                             std::to_string(recvs[k]->bytes) + " bytes, the send (node " +
-                             std::to_string(sends[k]->node) + ") of " + std::to_string(sends[k]->bytes));
-      }
-    }
-    if (sends.size() > recvs.size()) {
-      throw InputError(ranks[static_cast<size_t>(src)].file, node_path(sends[recvs.size()]->node),
-                       "a send from " + ch + " that no receive meets (" + std::to_string(sends.size()) + " sends, " +
-                           std::to_string(recvs.size()) + " receives)");
-    }
-    if (recvs.size() > sends.size()) {
-      throw InputError(ranks[static_cast<size_t>(dst)].file, node_path(recvs[sends.size()]->node),
-                       "a receive from " + ch + " that no send meets (" + std::to_string(sends.size()) + " sends, " +
-                           std::to_string(recvs.size()) + " receives)");
-    }
-  }
-}
-
 }  // namespace
 
 Trace read_trace(const std::string& dir, const ReadOptions& opt) {
@@ -916,14 +709,14 @@ Trace read_trace(const TraceSource& src, const ReadOptions& opt) {
   std::string source;
   if (src.groups_json != nullptr) {
     hash = fnv(hash, *src.groups_json);
-    named = read_groups_file(src.groups_file, *src.groups_json, t.ranks);
+    named = detail::read_groups_file(src.groups_file, *src.groups_json, t.ranks);
     source = "comm_groups.json";
   } else {
     for (size_t r = 0; r < files.size(); ++r) {
       const detail::Messages m = detail::decode(src.bytes_of(r), files[r]);
       for (const Node* n : m.nodes) {
         if (n->type() != ChakraProtoMsg::METADATA_NODE) continue;
-        for (auto& [name, ranks] : process_groups(*n)) named.try_emplace(name, ranks);
+        for (auto& [name, ranks] : detail::process_groups(*n)) named.try_emplace(name, ranks);
       }
     }
     for (const auto& [name, ranks] : named) {
@@ -948,8 +741,8 @@ Trace read_trace(const TraceSource& src, const ReadOptions& opt) {
     RankReader reader(files[r], static_cast<int64_t>(r), t.ranks, opt, groups);
     ranks.push_back(reader.read(m, t.producer));
   }
-  check_collectives(ranks, groups);
-  check_transfers(ranks);
+  detail::check_collectives(ranks, groups);
+  detail::check_transfers(ranks);
   for (size_t r = 0; r < ranks.size(); ++r) {
     t.programs.stages.push_back(std::move(ranks[r].program));
     t.programs.program_of.push_back(static_cast<uint32_t>(r));
