@@ -1083,6 +1083,15 @@ def nemo2_dp_knobs(nemo, dp, grad_cite):
             "grad_reduce_dtype": K("bf16", grad_cite + " (precision plugin grad_reduce_in_fp32 False)")}
 
 
+def nemo2_fp8_knobs(nemo, recipe_cite, mp_lines=(56, 70)):
+    """The fp8 knobs of NeMo 2.0's bf16_with_fp8_mixed plugin (fp8 hybrid, fp8_param_gather on) and the recipe the
+    run's script picks (recipe_cite)."""
+    mp = "nemo/collections/llm/recipes/precision/mixed_precision.py"
+    return {"matmul_dtype": K("fp8", nm(nemo, mp, mp_lines[0])),
+            "fp8_recipe": K("delayed", recipe_cite),
+            "fp8_param_gather": K(True, nm(nemo, mp, mp_lines[1]))}
+
+
 # (model, precision, release) -> recipe facts: nemo checkout, recipe file, tp overlap line, (proj, fc2) SMs + table
 NEMO2_LLAMA = {
     ("llama3_8b", "BF16", "741c886"): dict(recipe="llama3_8b.py", grad=240, tpo=(False, 231), ub=None),
@@ -1179,10 +1188,8 @@ def build_dgxc_nemo2_llama(row):
                              "extensions/transformer_engine.py:675)", "default")
     if fp8:
         mp_line = (46, 53) if nemo == "d2b21556f2" else (56, 70)
-        knobs["matmul_dtype"] = K("fp8", nm(nemo, recipes + "precision/mixed_precision.py", mp_line[0]))
-        knobs["fp8_recipe"] = K("delayed", nm(nemo, recipes + "precision/mixed_precision.py", mp_line[0]) +
-                                " (tensor-wise delayed scaling, amax history 1024)")
-        knobs["fp8_param_gather"] = K(True, nm(nemo, recipes + "precision/mixed_precision.py", mp_line[1]))
+        knobs.update(nemo2_fp8_knobs(nemo, nm(nemo, recipes + "precision/mixed_precision.py", mp_line[0]) +
+                                     " (tensor-wise delayed scaling, amax history 1024)", mp_line))
     apply_knobs(plan, knobs)
     extra.append(f"parallel layout from {par_cite}")
     extra.append(nemo2_optim_step_note(dp, pp, vp))
@@ -1244,10 +1251,8 @@ def build_dgxc_nemo2_grok(row):
                                   "transformer_config.py:397", "default", "not set by MixtralConfig or the script: "
                                   "SequentialMLP experts")
     if fp8:
-        knobs["matmul_dtype"] = K("fp8", nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 56))
-        knobs["fp8_recipe"] = K("delayed", nm(nemo, "scripts/performance/argument_parser.py", 131) + " (fp8_recipe "
-                                "default 'ds', delayed scaling)")
-        knobs["fp8_param_gather"] = K(True, nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 70))
+        knobs.update(nemo2_fp8_knobs(nemo, nm(nemo, "scripts/performance/argument_parser.py", 131) + " (fp8_recipe "
+                                     "default 'ds', delayed scaling)"))
     apply_knobs(plan, knobs)
     if gb200:
         extra = [f"DGXC {row['release'][5:]} on GB200: NeMo 7a8f1cc7bc recipe ({dg(commit, 'grok1/setup.sh', 55)}) in "
@@ -1306,10 +1311,8 @@ def build_dgxc_nemo2_nemotron(row):
                                      "userbuffers.py", line) + f" ({name}, taken for gb200 by {script}:102-106: "
                                      f"proj_fprop {proj}, fc2_fprop {fc2} SMs; mean)")
     if fp8:
-        knobs["matmul_dtype"] = K("fp8", nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 56))
-        knobs["fp8_recipe"] = K("delayed", nm(nemo, "scripts/performance/utils.py", 428) + " (fp8_recipe None -> "
-                                "'ds', delayed scaling)")
-        knobs["fp8_param_gather"] = K(True, nm(nemo, "nemo/collections/llm/recipes/precision/mixed_precision.py", 70))
+        knobs.update(nemo2_fp8_knobs(nemo, nm(nemo, "scripts/performance/utils.py", 428) + " (fp8_recipe None -> "
+                                     "'ds', delayed scaling)"))
     apply_knobs(plan, knobs)
     extra = [f"DGXC {row['release'][5:]} on GB200: NeMo {nemo} recipe ({dg(commit, 'nemotron/setup.sh', 54)}) in "
              f"nemo:25.04.00; layout TP8 PP4 VP12 MBS1 from {dg(commit, 'nemotron/launch.sh', '109..121')}, GBS "
