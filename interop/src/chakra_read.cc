@@ -356,12 +356,12 @@ class RankReader {
     std::string default_stream = torch_stream ? "stream " + std::to_string(*torch_stream) : "";
     o.name = b_.intern(str("shardsim.name").value_or(n.name()));
     if (auto v = str("shardsim.pass")) {
-      const auto p = enum_from<Pass>(*v, 4);
+      const auto p = enum_from<Pass>(*v, kPasses);
       if (!p) throw InputError(file_, w + "/shardsim.pass", "unknown pass \"" + *v + "\"");
       o.pass = *p;
     }
     if (auto v = str("shardsim.dtype")) {
-      const auto d = enum_from<DType>(*v, 5);
+      const auto d = enum_from<DType>(*v, kDTypes);
       if (!d) throw InputError(file_, w + "/shardsim.dtype", "unknown dtype \"" + *v + "\"");
       o.dtype = *d;
     }

@@ -200,6 +200,21 @@ TEST(Chakra, ExportedStepsSimulateAsTheScenarioOnRandomPlans) {
   }
 }
 
+// Block-scaled low precision on Blackwell: NVFP4 GEMMs with a bf16 tail and
+// MXFP8 ones keep their format through the trace (shardsim.dtype).
+TEST(Chakra, ExportedLowPrecisionStepsSimulateAsTheScenario) {
+  for (const char* dtype : {R"("matmul_dtype": "fp4", "bf16_tail_layers": 1)",
+                            R"("matmul_dtype": "fp8", "fp8_recipe": "mxfp8")"}) {
+    const std::string json = std::string(R"({"model": {"name": "small", "layers": 2, "hidden": 1024,
+        "ffn_hidden": 4096, "heads": 8, "kv_heads": 8, "vocab": 32000},
+        "cluster": {"chip": "gb200", "devices": 4, "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 4}},
+        "plan": {"framework": "megatron-core", "dp": 2, "tp": 2, "sequence_parallel": true, "global_batch": 4,
+                 "seq_len": 2048, )") + dtype + "}}";
+    SCOPED_TRACE(json);
+    expect_round_trip(testing::scenario(json), "lowp");
+  }
+}
+
 TEST(Chakra, ExportedDecodeStepSimulatesAsTheScenario) {
   expect_round_trip(load_scenario(std::string(SHARDSIM_SOURCE_DIR) + "/examples/llama3-70b-h100x8-decode.json"),
                     "decode");

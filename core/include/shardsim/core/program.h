@@ -27,6 +27,7 @@ enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce, kA
 /// that sizes buffers of it uses dtype_bits (block scales are the recipe's,
 /// not the element type's).
 enum class DType : uint8_t { kBf16, kFp16, kFp32, kFp8, kInt8, kFp4 };
+inline constexpr int kDTypes = 6;
 /// The fused attention kernel an attention op runs (each chip preset gives
 /// the measured rate of the ones it knows): kDefault uses the chip's
 /// attention_efficiency.
@@ -34,6 +35,7 @@ enum class AttentionKernel : uint8_t { kDefault, kFlash2, kFlash3, kCudnn, kSpla
 inline constexpr int kAttentionKernels = 5;
 /// kRecompute marks forward ops re-run during the backward pass.
 enum class Pass : uint8_t { kForward, kBackward, kOptimizer, kRecompute };
+inline constexpr int kPasses = 4;
 
 /// Mesh axes, in the fixed bit order used by Op::axes. kEp is the
 /// expert-parallel part of data parallelism: dp = ep · (dp / ep), and the dp
