@@ -106,6 +106,14 @@ double operand_bytes(DType dtype, Plan::Fp8Recipe recipe) {
   return dtype_bytes(dtype);
 }
 
+bool low_precision_matmuls(const Plan& p) {
+  return p.matmul_dtype == DType::kFp8 || p.matmul_dtype == DType::kFp4;
+}
+
+bool in_bf16_tail(const Plan& p, int64_t layers, int64_t layer) {
+  return p.bf16_tail_layers > 0 && layer >= 0 && layer >= layers - p.bf16_tail_layers;
+}
+
 std::string_view to_string(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::kDefault:

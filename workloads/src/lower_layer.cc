@@ -74,8 +74,7 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_
   // outputs of quantisation kernels outside its save list (aten matmuls,
   // attention, collectives): they are recomputed, not kept, and what the
   // policy keeps (matmul and attention outputs) stays bf16.
-  const bool low = p.matmul_dtype == DType::kFp8 || p.matmul_dtype == DType::kFp4;
-  if (p.low_precision_saved_inputs && low && !bf16_layer && p.recompute != Recompute::kOpSac) {
+  if (p.low_precision_saved_inputs && low_precision_matmuls(p) && !bf16_layer && p.recompute != Recompute::kOpSac) {
     const double ratio = operand_bytes(p.matmul_dtype, p.fp8_recipe) / kAct;
     auto quantised = [&](Node n) {
       b[idx(n)] = static_cast<int64_t>(std::llround(static_cast<double>(b[idx(n)]) * ratio));

@@ -101,7 +101,7 @@ StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, LayerMemory
     for (int64_t i = 0; i < layout.count[static_cast<size_t>(g)]; ++i) {
       const int64_t l = layout.first[static_cast<size_t>(g)] + i;
       const bool moe_layer = m.is_moe_layer(l);
-      const bool bf16_layer = p.bf16_tail_layers > 0 && l >= m.layers - p.bf16_tail_layers;
+      const bool bf16_layer = in_bf16_tail(p, m.layers, l);
       const LayerMemory& lm = mem.get(moe_layer, detail::recompute_applies(p, l, i), bf16_layer);
       st.params += moe_layer ? dp.moe_layer_replicated : dp.dense_layer;
       st.expert_params += moe_layer ? dp.moe_layer_experts : 0;
@@ -151,7 +151,7 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
   add("weights", master_shards ? 0 : state(2, fsdp));
   // Transformer Engine's cached low-precision weights and transposes (fp8:
   // one byte each; MXFP8 and NVFP4 copies carry their block scales).
-  const bool low = p.matmul_dtype == DType::kFp8 || p.matmul_dtype == DType::kFp4;
+  const bool low = low_precision_matmuls(p);
   const bool fp8_cache = p.fp8_weight_cache && low && !p.fp8_param_gather;
   const double copy_bytes = low ? operand_bytes(p.matmul_dtype, p.fp8_recipe) : 0;
   add("fp8_weight_cache",

@@ -205,11 +205,9 @@ class StageLowering {
     return p_.matmul_dtype;
   }
   /// The plan's linear layers run in fp8 or fp4.
-  bool low_precision() const { return p_.matmul_dtype == DType::kFp8 || p_.matmul_dtype == DType::kFp4; }
+  bool low_precision() const { return low_precision_matmuls(p_); }
   /// Layer `layer` is one of the last bf16_tail_layers, kept in bf16.
-  bool in_bf16_tail(int32_t layer) const {
-    return p_.bf16_tail_layers > 0 && layer >= 0 && layer >= m_.layers - p_.bf16_tail_layers;
-  }
+  bool in_bf16_tail(int32_t layer) const { return shardsim::in_bf16_tail(p_, m_.layers, layer); }
   /// Bytes per element of a GEMM operand at `dtype`, block scales included.
   double operand_bytes(DType dtype) const { return shardsim::operand_bytes(dtype, p_.fp8_recipe); }
   /// `batch` products [m,k]·[k,n]; `model_fraction` is the part of the work

@@ -28,6 +28,11 @@ std::string_view to_string(Plan::Fp8Recipe r);
 /// Float8BlockScaling and NVFP4BlockScaling). Per-tensor and per-row scales
 /// are negligible; byte-sized types are their size.
 double operand_bytes(DType dtype, Plan::Fp8Recipe recipe);
+/// The plan's linear layers run fp8 or fp4 GEMMs.
+bool low_precision_matmuls(const Plan& p);
+/// Layer `layer` (0-based) of a model of `layers` is one of the plan's last
+/// bf16_tail_layers, whose linears run and keep bf16.
+bool in_bf16_tail(const Plan& p, int64_t layers, int64_t layer);
 /// A step's phase as a plan names it ("train", "prefill", "decode").
 std::string_view to_string(Phase p);
 /// How context parallelism moves keys and values ("p2p", "all_gather", "a2a").
