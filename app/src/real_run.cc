@@ -195,11 +195,14 @@ std::string calibration_profile_text(const std::string& profile_json, const std:
     const Json p = Json::parse(profile_json);
     detail::appendf(out, "%s backend profile, %lld ranks%s\n", backend == "cuda" ? "CUDA" : "CPU",
                     static_cast<long long>(ranks), file.empty() ? "" : (" -> " + file).c_str());
-    for (const Json& m : p.at("compute").at("matmul")) {
-      detail::appendf(out, "  matmul %4lld^3        %6.1f GFLOP/s\n", m.at("m").get<long long>(),
-                      m.at("flops_per_s").get<double>() * 1e-9);
-    }
     const Json& c = p.at("compute");
+    for (const char* key : {"matmul", "matmul_fp8"}) {
+      if (!c.contains(key)) continue;
+      for (const Json& m : c.at(key)) {
+        detail::appendf(out, "  matmul %4lld^3 %-4s   %6.1f GFLOP/s\n", m.at("m").get<long long>(),
+                        std::string(key) == "matmul" ? "" : "fp8", m.at("flops_per_s").get<double>() * 1e-9);
+      }
+    }
     detail::appendf(out, "  attention (causal)   %6.1f GFLOP/s\n",
                     c.at("attention").at("flops_per_s").get<double>() * 1e-9);
     detail::appendf(out, "  memory (stream)      %6.2f GB/s\n", c.at("memory").at("GBps").get<double>());

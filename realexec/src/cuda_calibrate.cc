@@ -84,18 +84,25 @@ Json compute_benchmarks(bool quick, cudaStream_t st, ProgressWriter& progress) {
   const double budget = quick ? 0.02 : 0.3;
   detail::CudaMath math(st);
   EventTimer timer(st);
-  Json mm = Json::array();
   const std::vector<int64_t> sizes =
       quick ? std::vector<int64_t>{256, 1024} : std::vector<int64_t>{256, 512, 1024, 2048, 4096, 8192};
-  for (int64_t n : sizes) {
-    progress.touch();
-    Buffer a(2 * n * n, st), b(2 * n * n, st), c(2 * n * n, st);
-    const double s = time_median(MPI_COMM_WORLD, 3, budget, [&] {
-      return timer([&] { math.matmul(DType::kBf16, a.get(), b.get(), c.get(), 1, n, n, n); });
-    });
-    mm.push_back({{"m", n}, {"n", n}, {"k", n}, {"time_s", s}, {"flops_per_s", 2.0 * n * n * n / s}});
-  }
-  out["matmul"] = mm;
+  // bf16 products, then fp8 (e4m3, cuBLASLt, the executor's path for an
+  // fp8 plan) where the device has fp8 tensor cores. Every size is a
+  // multiple of 16, so each fp8 product runs as fp8 (else it would be bf16).
+  auto sweep = [&](DType dtype) {
+    Json points = Json::array();
+    for (int64_t n : sizes) {
+      progress.touch();
+      Buffer a(2 * n * n, st), b(2 * n * n, st), c(2 * n * n, st);
+      const double s = time_median(MPI_COMM_WORLD, 3, budget, [&] {
+        return timer([&] { math.matmul(dtype, a.get(), b.get(), c.get(), 1, n, n, n); });
+      });
+      points.push_back({{"m", n}, {"n", n}, {"k", n}, {"time_s", s}, {"flops_per_s", 2.0 * n * n * n / s}});
+    }
+    return points;
+  };
+  out["matmul"] = sweep(DType::kBf16);
+  if (math.fp8_supported()) out["matmul_fp8"] = sweep(DType::kFp8);
   {  // causal attention forward: one sequence, 16 heads of 128
     AttentionShape sh;
     sh.queries = sh.keys = quick ? 512 : 4096;

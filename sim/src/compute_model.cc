@@ -121,7 +121,7 @@ SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const Calibr
     const double volume = static_cast<double>(std::max<int64_t>(op.m, 1)) *
                           static_cast<double>(std::max<int64_t>(op.n, 1)) *
                           static_cast<double>(std::max<int64_t>(op.k, 1));
-    const double rate = profile.matmul_flops_per_s(volume);
+    const double rate = profile.matmul_flops_per_s(volume, op.dtype);
     if (rate > 0) s = op.flops.value() / rate;
   } else if (op.compute == ComputeKind::kAttention && profile.attention_flops_per_s > 0) {
     s = op.flops.value() / profile.attention_flops_per_s;

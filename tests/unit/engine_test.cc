@@ -280,6 +280,17 @@ TEST(Calibration, MeasuredRatesReplaceTheRooflineAndTheFlows) {
   mm.m = mm.n = mm.k = 1000;
   mm.flops = Flops(2e9);
   EXPECT_EQ(calibrated_compute_time(mm, chip, prof).ps(), to_sim_time(2e9 / 1e11).ps());
+  // Without fp8 points an fp8 product takes the bf16 rate (as the backend ran it) ...
+  mm.dtype = DType::kFp8;
+  EXPECT_EQ(calibrated_compute_time(mm, chip, prof).ps(), to_sim_time(2e9 / 1e11).ps());
+  // ... with them, its own; int8 and fp4 products still take the bf16 points.
+  CalibrationProfile fp8 = prof;
+  fp8.matmul_fp8 = {{1e6, 3e10}, {1e9, 3e11}};
+  EXPECT_EQ(calibrated_compute_time(mm, chip, fp8).ps(), to_sim_time(2e9 / 3e11).ps());
+  EXPECT_NEAR(fp8.matmul_flops_per_s(std::pow(10.0, 7.5), DType::kFp8), 3 * std::pow(10.0, 10.5), 1e4);
+  EXPECT_DOUBLE_EQ(fp8.matmul_flops_per_s(1e9, DType::kBf16), 1e11);
+  EXPECT_DOUBLE_EQ(fp8.matmul_flops_per_s(1e9, DType::kInt8), 1e11);
+  EXPECT_DOUBLE_EQ(fp8.matmul_flops_per_s(1e9, DType::kFp4), 1e11);
   Op loss;
   loss.compute = ComputeKind::kLoss;
   loss.m = 1'000'000;

@@ -26,17 +26,24 @@ std::shared_ptr<const CalibrationProfile> load_calibration(const std::string& pa
   r.positive_int("ranks", 1);
   r.string("note", "");
   ObjectReader c(r.raw("compute"), path, "/compute");
-  const Json& mm = c.raw("matmul");
-  if (!mm.is_array() || mm.empty() || mm.size() > 1000) c.fail("matmul", "expected an array of measured matmuls");
-  for (size_t i = 0; i < mm.size(); ++i) {
-    ObjectReader m(mm[i], path, "/compute/matmul/" + std::to_string(i));
-    const double v = static_cast<double>(m.positive_int("m")) * static_cast<double>(m.positive_int("n")) *
-                     static_cast<double>(m.positive_int("k"));
-    m.positive_number("time_s");
-    prof->matmul.push_back({v, m.positive_number("flops_per_s")});
-    m.done();
-  }
-  std::sort(prof->matmul.begin(), prof->matmul.end(), [](const auto& a, const auto& b) { return a.volume < b.volume; });
+  // An array of measured products, sorted by volume (m·n·k).
+  auto matmuls = [&](const std::string& key) {
+    const Json& mm = c.raw(key);
+    if (!mm.is_array() || mm.empty() || mm.size() > 1000) c.fail(key, "expected an array of measured matmuls");
+    std::vector<CalibrationProfile::MatmulPoint> points;
+    for (size_t i = 0; i < mm.size(); ++i) {
+      ObjectReader m(mm[i], path, "/compute/" + key + "/" + std::to_string(i));
+      const double v = static_cast<double>(m.positive_int("m")) * static_cast<double>(m.positive_int("n")) *
+                       static_cast<double>(m.positive_int("k"));
+      m.positive_number("time_s");
+      points.push_back({v, m.positive_number("flops_per_s")});
+      m.done();
+    }
+    std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.volume < b.volume; });
+    return points;
+  };
+  prof->matmul = matmuls("matmul");
+  if (c.has("matmul_fp8")) prof->matmul_fp8 = matmuls("matmul_fp8");
   {
     ObjectReader a(c.raw("attention"), path, "/compute/attention");
     a.positive_int("tokens");
