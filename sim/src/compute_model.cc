@@ -70,7 +70,7 @@ double attention_efficiency(const Op& op, const ChipSpec& chip) {
   // recomputed); the lowering counts the four it must do, twice the forward.
   const double convention = backward ? 2.0 / 2.5 : 1.0;
   const double keys = static_cast<double>(std::max<int64_t>(op.n, 1));
-  return measured * convention * keys / (keys + r.half_tokens);
+  return measured * convention * keys / (keys + (backward ? r.backward_half_tokens : r.half_tokens));
 }
 
 FlopsPerSec peak_for(DType d, const ChipSpec& chip) {

@@ -240,6 +240,29 @@ TEST(ComputeModel, Fp4GemmsRunAtTheFp4PeakOrFallBack) {
   EXPECT_NEAR(seconds(DType::kFp4), o.flops.value() / (1e15 * 0.8), 1e-12);
 }
 
+// A fused attention kernel's rate at n keys is E·n/(n + half), forward and
+// backward each with its own E and half-rate length; the backward's E is in
+// the benchmarks' convention (2.5 forwards), the lowering counts 2.
+TEST(ComputeModel, AttentionRateFollowsEachPassItsOwnCurve) {
+  ChipSpec chip;
+  chip.attention_efficiency = 0.4;
+  ChipSpec::AttentionRate& r = chip.attention_kernels[static_cast<size_t>(AttentionKernel::kCudnn)];
+  r.forward = 0.6;
+  r.backward = 0.5;
+  r.half_tokens = 500;
+  r.backward_half_tokens = 1500;
+  Op op;
+  op.compute = ComputeKind::kAttention;
+  op.kernel = AttentionKernel::kCudnn;
+  op.n = 1500;
+  op.pass = Pass::kForward;
+  EXPECT_DOUBLE_EQ(attention_efficiency(op, chip), 0.6 * 1500 / 2000);
+  op.pass = Pass::kBackward;
+  EXPECT_DOUBLE_EQ(attention_efficiency(op, chip), 0.5 * 0.8 * 0.5);  // half the rate at n = 1500
+  op.kernel = AttentionKernel::kFlash3;  // not measured on this chip
+  EXPECT_DOUBLE_EQ(attention_efficiency(op, chip), 0.4);
+}
+
 TEST(ComputeModel, MemoryBoundOpsFollowHbmBandwidth) {
   ChipSpec c = simple_chip();
   c.memory_efficiency = 0.5;

@@ -51,6 +51,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
       rate.forward = k.number_in("forward", 0.01, 1, 0);
       rate.backward = k.number_in("backward", 0.01, 1, 0);
       rate.half_tokens = k.number_in("half_tokens", 0, 1e9, 0);
+      rate.backward_half_tokens = k.number_in("backward_half_tokens", 0, 1e9, rate.half_tokens);
       k.done();
     }
   }

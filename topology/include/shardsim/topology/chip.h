@@ -51,12 +51,14 @@ struct ChipSpec {
   /// Measured rate of a fused attention kernel on this chip: forward and
   /// backward fraction of the bf16 peak at long sequences, in the
   /// FlashAttention benchmarks' convention (causal FLOPs counted once,
-  /// backward as 2.5 forward), and the key length at which it reaches half
-  /// of that (rate(n) = rate · n / (n + half_tokens)).
+  /// backward as 2.5 forward), and the key length at which each reaches half
+  /// of that (rate(n) = rate · n / (n + half_tokens)); a backward reaches
+  /// its rate later than the forward where measured (backward_half_tokens).
   struct AttentionRate {
     double forward = 0;  ///< 0: not measured on this chip
     double backward = 0;
-    double half_tokens = 0;
+    double half_tokens = 0;           ///< the forward's
+    double backward_half_tokens = 0;  ///< the backward's (the forward's unless measured apart)
   };
   std::array<AttentionRate, kAttentionKernels> attention_kernels{};
   double memory_efficiency = 1.0;  ///< achievable fraction of HBM bandwidth
