@@ -93,7 +93,7 @@ TEST(Engine, ComputeOnlyDagTakesItsCriticalPath) {
   EXPECT_EQ(r.step_time.ps(), 6'000'000'000);
 }
 
-const char* kSmall = R"({"model": {"name": "tiny", "layers": 4, "hidden": 1024, "ffn_hidden": 4096, "heads": 16,
+const char* const kSmall = R"({"model": {"name": "tiny", "layers": 4, "hidden": 1024, "ffn_hidden": 4096, "heads": 16,
   "kv_heads": 4, "vocab": 32000}, "cluster": "dgx-h100-64",
   "plan": {"dp": 8, "tp": 8, "zero": 3, "sequence_parallel": true, "global_batch": 32, "seq_len": 2048}})";
 
@@ -259,7 +259,7 @@ TEST(ComputeModel, AttentionRateFollowsEachPassItsOwnCurve) {
   EXPECT_DOUBLE_EQ(attention_efficiency(op, chip), 0.6 * 1500 / 2000);
   op.pass = Pass::kBackward;
   EXPECT_DOUBLE_EQ(attention_efficiency(op, chip), 0.5 * 0.8 * 0.5);  // half the rate at n = 1500
-  op.kernel = AttentionKernel::kFlash3;  // not measured on this chip
+  op.kernel = AttentionKernel::kFlash3;                               // not measured on this chip
   EXPECT_DOUBLE_EQ(attention_efficiency(op, chip), 0.4);
 }
 
