@@ -206,7 +206,8 @@ Usage:
       group and message size with a latency + size / bandwidth fit. Writes
       the profile JSON; a scenario uses it with "cluster": {"calibration":
       FILE} (or --set cluster.calibration=FILE). --backend cuda: the same on
-      GPUs (cuBLAS, NCCL; one GPU per rank).
+      GPUs (cuBLAS, NCCL; one GPU per rank), and fp8 products (cuBLASLt)
+      where the GPU has fp8 tensor cores.
 
   shardsim compare PREDICTED.json MEASURED.json [--json] [--report FILE]
       Step-time error, compute time per op kind and the critical path's
