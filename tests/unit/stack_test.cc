@@ -800,6 +800,63 @@ TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncGathersAndReducesOncePerStep) 
   EXPECT_TRUE(std::all_of(ag.begin(), ag.end() - 1, [&](OpId i) { return anc.count(i) > 0 || p.op(i).layer < 0; }));
 }
 
+// 7b. fsdp_copy_out (PyTorch FSDP2): after every all-gather one pass on
+// the compute stream reads the gathered buffer and writes the parameters
+// (the all-gather's bytes, each way); before every reduce-scatter one pass
+// reads the bf16 gradients and writes the reduce-scatter input (its bytes).
+TEST(StackMechanisms, FsdpCopyOutMovesEveryGatheredAndReducedByte) {
+  const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 64, "zero": 3, "global_batch": 256, "seq_len": 2048}})";
+  const std::vector<Override> two = {{"model.layers", "2"}};
+  const Scenario off = testing::scenario(json, two);
+  const Scenario on = testing::scenario(json, with(two, {{"plan.fsdp_copy_out", "true"}}));
+  EXPECT_FALSE(off.plan.fsdp_copy_out);
+  const Program p = stage0(on), q = stage0(off);
+  const int64_t mbs = 4, params = count_params(on.model).total();
+  const std::vector<OpId> ag = named(p, "fsdp all-gather"), rs = named(p, "fsdp reduce-scatter");
+  const std::vector<OpId> out = named(p, "fsdp copy-out"), in = named(p, "fsdp grad copy-in");
+  EXPECT_TRUE(named(q, "fsdp copy-out").empty());
+  EXPECT_TRUE(named(q, "fsdp grad copy-in").empty());
+  ASSERT_EQ(out.size(), ag.size());
+  ASSERT_EQ(in.size(), rs.size());
+  int64_t read = 0, written = 0;
+  for (OpId i : out) {
+    const Op& o = p.op(i);
+    EXPECT_EQ(o.stream, TrainStreams::kCompute);
+    // Each copy waits for its own unit's gather.
+    std::vector<OpId> gathers;
+    for (OpId d : p.deps(i)) {
+      if (p.name(p.op(d)) == "fsdp all-gather") gathers.push_back(d);
+    }
+    ASSERT_EQ(gathers.size(), 1u);
+    EXPECT_EQ(p.op(gathers[0]).comm_bytes.value(), o.bytes_read.value());
+    EXPECT_EQ(p.op(gathers[0]).layer, o.layer);
+    read += o.bytes_read.value();
+    written += o.bytes_written.value();
+  }
+  EXPECT_EQ(read, comm_bytes(p, ag));
+  EXPECT_EQ(written, comm_bytes(p, ag));
+  read = written = 0;
+  for (OpId i : in) {
+    EXPECT_EQ(p.op(i).stream, TrainStreams::kCompute);
+    read += p.op(i).bytes_read.value();
+    written += p.op(i).bytes_written.value();
+  }
+  EXPECT_EQ(read, mbs * params * 2);  // bf16 gradients
+  EXPECT_EQ(written, comm_bytes(p, rs));  // fp32 reduce-scatter input
+  EXPECT_EQ(written, mbs * params * 4);
+  // A layer's forward starts after its copy-out; the copies only add work.
+  const std::vector<OpId> norm = named(p, "attn norm", 1, 0, Pass::kForward);
+  const std::vector<OpId> copy = named(p, "fsdp copy-out", 1, 0, Pass::kForward);
+  ASSERT_EQ(norm.size(), 1u);
+  ASSERT_EQ(copy.size(), 1u);
+  EXPECT_EQ(ancestors(p, norm.front()).count(copy.front()), 1u);
+  EXPECT_GT(step_time(on), step_time(off));
+  // torchtitan's stack turns it on; Megatron-Core's does not.
+  EXPECT_TRUE(testing::scenario(json, with(two, {{"plan.framework", "torchtitan"}})).plan.fsdp_copy_out);
+  EXPECT_FALSE(testing::scenario(json, with(two, {{"plan.framework", "megatron-core"}})).plan.fsdp_copy_out);
+}
+
 // 8. recompute "custom" with offloaded tensors: kept, but not in HBM.
 TEST(StackMechanisms, OffloadedTensorsAreNotCountedInDeviceActivations) {
   const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",

@@ -240,6 +240,7 @@ Plan framework_defaults(Framework f) {
       // (parallelize_llama.py compiles each TransformerBlock only).
       p.loss_kernel = Plan::LossKernel::kTorch;
       p.fsdp_params_are_master = true;  // FSDP2 MixedPrecisionPolicy(param_dtype=bf16) over fp32 shards
+      p.fsdp_copy_out = true;           // FSDP2's all-gather copy-out and reduce-scatter copy-in
       break;
     case Framework::kMaxtext:
       // Separate query, key, value and wi_0, wi_1 projections (MaxText

@@ -34,7 +34,7 @@ void StageLowering::forward(int32_t local) {
     const int64_t u = us[i];
     // ZeRO-1/2 with overlapped parameter gathers: the first forward of a
     // unit waits for the all-gather of its bucket (issued at the step's start).
-    OpId weights = gathered[i];
+    OpId weights = once && mb_ > 0 ? gathered[i] : copied_out(u, gathered[i], Pass::kForward);
     if (mb_ == 0 && !param_gather_.empty()) weights = param_gather_[unit_index(local, i)];
     if (u == kEmbedUnit) {
       cur = embedding_forward(weights);
@@ -123,13 +123,17 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
     const size_t i = us.size() - 1 - k;
     const int64_t u = us[i];
     OpId wgrad = kNone;
+    // Gathered again for the backward (resharded after the forward): copied
+    // out again.
+    const bool regathered = p_.fsdp_reshard_after_forward && !once && u != kEmbedUnit;
+    const OpId weights = regathered ? copied_out(u, gathered[i], Pass::kBackward) : gathered[i];
     if (u == kHeadUnit) {
-      cur = head_backward(cur, gathered[i], wgrad);
+      cur = head_backward(cur, weights, wgrad);
     } else if (u == kEmbedUnit) {
       cur = embedding_backward(cur);
       wgrad = cur;
     } else {
-      cur = layer_backward(unit_layer(u), cur, gathered[i], wgrad);
+      cur = layer_backward(unit_layer(u), cur, weights, wgrad);
     }
     if (gathered[i] != kNone && (!once || last_microbatch)) {
       b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
@@ -221,6 +225,16 @@ void StageLowering::reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_
   const int64_t grad_bytes = params * dtype_bytes(p_.grad_reduce_dtype);
   if (fsdp_) {
     if (!p_.fsdp_sync_each_microbatch && !last_microbatch) return;  // accumulated unsharded
+    // FSDP2's chunk_cat packs the unit's bf16 gradients into the
+    // reduce-scatter input, cast to grad_reduce_dtype (fsdp_copy_out). It
+    // runs on FSDP2's reduce-scatter stream, beside the next unit's
+    // backward; the engine runs one kernel at a time per device, so it is
+    // charged on the compute stream.
+    if (p_.fsdp_copy_out) {
+      wgrad = memop(ComputeKind::kElementwise, "fsdp grad copy-in", unit_layer(u), Pass::kBackward, params,
+                    params * kAct, grad_bytes, 0, {wgrad});
+      b_.op(wgrad).mem_transient = Bytes(grad_bytes);
+    }
     // One reduce-scatter per unit; with fsdp_bucket_params set, in
     // grad_bucket_bytes pieces (DeepSpeed's reduce buckets).
     const int64_t piece = p_.fsdp_bucket_params > 0 ? p_.grad_bucket_bytes : grad_bytes;

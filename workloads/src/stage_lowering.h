@@ -381,6 +381,18 @@ class StageLowering {
     if (last != kNone) b_.memory(last, MemKind::kParams, Bytes(gathered_bytes(unit)), Bytes(0));
     return last;
   }
+  /// FSDP2's copy-out of a unit just gathered (fsdp_copy_out): one pass on
+  /// the compute stream, issued when the unit is about to run, that reads
+  /// the all-gather buffer and writes the unsharded parameters; the buffer
+  /// is live beside them while it runs. Otherwise the gather itself.
+  OpId copied_out(int64_t unit, OpId gathered, Pass pass) {
+    if (!p_.fsdp_copy_out || gathered == kNone) return gathered;
+    const int64_t bytes = gathered_bytes(unit);
+    const OpId x = memop(ComputeKind::kElementwise, "fsdp copy-out", unit_layer(unit), pass,
+                         bytes / param_gather_bytes(), bytes, bytes, 0, {gathered});
+    b_.op(x).mem_transient = Bytes(bytes);
+    return x;
+  }
   /// Bytes of a unit's gathered parameters (bf16, its experts included).
   int64_t gathered_bytes(int64_t unit) const {
     return (unit_params(unit) + (expert_shards_ > 1 ? unit_expert_params(unit) : 0)) * param_gather_bytes();

@@ -177,6 +177,16 @@ struct Plan {
   /// come back in that dtype. false: a bf16 shard beside the master copy
   /// (DeepSpeed ZeRO-3).
   bool fsdp_params_are_master = false;
+  /// FSDP (zero 3) copies through staging buffers, as PyTorch FSDP2 does
+  /// (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): after each
+  /// all-gather, split_with_sizes_copy moves the gathered flat buffer into
+  /// the unsharded parameters (read and write every gathered byte, on the
+  /// compute stream); before each reduce-scatter, chunk_cat packs the
+  /// unsharded gradients into the reduce-scatter input in grad_reduce_dtype
+  /// (read the bf16 gradients, write the buffer). false: the collectives
+  /// work on the parameters and gradients in place (Megatron-Core's
+  /// contiguous buffers, XLA).
+  bool fsdp_copy_out = false;
   /// Transformer Engine keeps each linear layer's fp8 weight and its
   /// transpose across steps when bf16 weights run fp8 GEMMs (Megatron-Core
   /// passes is_first_microbatch): 2 bytes per linear parameter.
