@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/serving.h"
 #include "test_helpers.h"
 
@@ -124,6 +125,29 @@ TEST(ServingEngines, DefaultsAreTheEnginesOwn) {
   EXPECT_EQ(trt.serving.admission, Admission::kReserveOutput);
   EXPECT_EQ(trt.serving.block_tokens, 32);
   EXPECT_EQ(trt.serving.max_batch, 512);  // a field the scenario sets wins
+}
+
+// TensorRT-LLM sizes its cache from the memory free once the engine is
+// loaded, which the CUDA context has taken: 0.9 of the context's bytes fewer
+// for the cache, in blocks of 32 positions of Llama 3 8B's 131,072 bytes of
+// K and V each (4 MiB). Engines whose fraction is of the whole memory are
+// not affected by it.
+TEST(ServingEngines, TrtllmCacheExcludesTheCudaContext) {
+  const std::string serving = R"({"engine": "trtllm", "requests": 2, "max_batch": 64, "max_batched_tokens": 4096)";
+  const Scenario with = testing::scenario(scenario_text(serving + "}"));
+  const Scenario without = testing::scenario(scenario_text(serving + R"(, "runtime_reserved_bytes": 0})"));
+  EXPECT_EQ(with.serving.runtime_reserved_bytes, cuda_context_bytes());
+  EXPECT_EQ(cuda_context_bytes(), 470 << 20);
+  auto blocks = [](const Scenario& s) {
+    return simulate_serving(s, serving_requests(s), serving_toy_iteration_s, no_transfer).kv_blocks_per_replica;
+  };
+  const double block_bytes = 32.0 * 131072;
+  const double expected = 0.9 * static_cast<double>(cuda_context_bytes()) / block_bytes;  // 105.75 blocks
+  EXPECT_NEAR(static_cast<double>(blocks(without) - blocks(with)), expected, 1.0);
+  const std::string vllm = R"({"engine": "vllm", "requests": 2, "runtime_reserved_bytes": 1073741824})";
+  const Scenario v0 = testing::scenario(scenario_text(R"({"engine": "vllm", "requests": 2})"));
+  EXPECT_EQ(v0.serving.runtime_reserved_bytes, 0);
+  EXPECT_EQ(blocks(testing::scenario(scenario_text(vllm))), blocks(v0));
 }
 
 // trtllm-bench's heuristic by hand for Llama 3 8B (32 layers, 8 KV heads of

@@ -29,6 +29,10 @@ constexpr std::array<Framework, 6> kAll = {Framework::kGeneric,    Framework::kM
 
 }  // namespace
 
+int64_t cuda_context_bytes() {
+  return kCudaContextBytes;
+}
+
 std::string_view to_string(Framework f) {
   switch (f) {
     case Framework::kGeneric:

@@ -93,6 +93,7 @@ int64_t kv_blocks_per_replica(const Scenario& s) {
       fixed += b;
     }
   }
+  if (sv.kv_memory_of_free) fixed += static_cast<double>(sv.runtime_reserved_bytes);
   const double hbm = static_cast<double>(s.cluster.chip.hbm_capacity.value());
   const double usable =
       sv.kv_memory_of_free ? (hbm - fixed) * sv.kv_memory_fraction : hbm * sv.kv_memory_fraction - fixed;

@@ -30,6 +30,7 @@
 #include <cmath>
 
 #include "shardsim/core/error.h"
+#include "shardsim/workloads/framework.h"
 #include "shardsim/workloads/serving.h"
 
 namespace shardsim {
@@ -81,6 +82,10 @@ ServingSpec serving_engine_defaults(const std::string& engine, const ChipSpec& c
     s.block_tokens = 32;
     s.kv_memory_fraction = 0.9;
     s.kv_memory_of_free = true;
+    // The fraction is of cudaMemGetInfo's free memory once the engine is
+    // loaded (KVCacheManager: free memory x kv_cache_free_gpu_mem_fraction),
+    // which the CUDA context has already taken.
+    s.runtime_reserved_bytes = cuda_context_bytes();
     s.chunked_prefill = false;
     s.mixed_batches = true;
     s.admission = Admission::kReserveOutput;

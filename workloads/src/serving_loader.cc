@@ -85,6 +85,7 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
   s.kv_memory_fraction = r.number_in("kv_memory_fraction", 0.01, 1.0, s.kv_memory_fraction);
   s.kv_memory_of_free = r.boolean("kv_memory_of_free", s.kv_memory_of_free);
   s.activation_workspace = r.boolean("activation_workspace", s.activation_workspace);
+  s.runtime_reserved_bytes = r.int_in("runtime_reserved_bytes", 0, int64_t{1} << 50, s.runtime_reserved_bytes);
   s.chunked_prefill = r.boolean("chunked_prefill", s.chunked_prefill);
   if (engine == "trtllm" && !r.has("max_batch") && !r.has("max_batched_tokens") && s.trace_file.empty()) {
     // trtllm-bench sizes the engine from the dataset's mean lengths.

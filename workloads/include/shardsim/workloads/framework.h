@@ -12,6 +12,10 @@
 namespace shardsim {
 
 std::string_view to_string(Framework f);
+/// Device memory a CUDA process holds outside its allocators (the CUDA
+/// context and the modules it loads): 470 MiB, measured for PyTorch with
+/// lazy module loading (framework.cc has the source).
+int64_t cuda_context_bytes();
 /// A recomputation policy as a plan names it ("none", "op_sac", ...).
 std::string_view to_string(Recompute r);
 /// A pipeline schedule as a plan names it ("1f1b", "gpipe", "interleaved").

@@ -130,6 +130,10 @@ struct ServingSpec {
   double kv_memory_fraction = 0.9;    ///< of HBM usable for weights + KV (vLLM gpu_memory_utilization)
   bool kv_memory_of_free = false;  ///< the fraction is of what the weights leave, for the KV cache alone (TensorRT-LLM)
   bool activation_workspace = true;  ///< the cache is sized after the largest iteration's activations and logits
+  /// Device memory the engine's process holds before it sizes the cache
+  /// and outside it (the CUDA context); counted only where the cache is a
+  /// fraction of the free memory (kv_memory_of_free), which it has left.
+  int64_t runtime_reserved_bytes = 0;
   bool chunked_prefill = false;      ///< a prompt longer than the token budget is prefilled in chunks
   bool mixed_batches = false;        ///< decodes and prefills share an iteration
   Admission admission = Admission::kOnDemand;
