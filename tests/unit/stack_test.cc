@@ -755,11 +755,15 @@ TEST(StackMechanisms, MoeDedupSendsEachTokenOncePerDestinationRank) {
   }
 }
 
+// Llama 3 8B cut to two layers, FSDP over 64 H100s, four microbatches.
+constexpr const char* kFsdp = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+    "plan": {"dp": 64, "zero": 3, "global_batch": 256, "seq_len": 2048}})";
+const std::vector<Override> kTwoLayers{{"model.layers", "2"}};
+
 // 7. FSDP with and without gradient sync every microbatch.
 TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncGathersAndReducesOncePerStep) {
-  const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
-      "plan": {"dp": 64, "zero": 3, "global_batch": 256, "seq_len": 2048}})";
-  const std::vector<Override> two = {{"model.layers", "2"}};
+  const char* json = kFsdp;
+  const std::vector<Override>& two = kTwoLayers;
   const Scenario each = testing::scenario(json, two);
   const Scenario once = testing::scenario(json, with(two, {{"plan.fsdp_sync_each_microbatch", "false"}}));
   const int64_t mbs = 4, layers = 2, units = layers + 2;
@@ -805,9 +809,8 @@ TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncGathersAndReducesOncePerStep) 
 // (the all-gather's bytes, each way); before every reduce-scatter one pass
 // reads the bf16 gradients and writes the reduce-scatter input (its bytes).
 TEST(StackMechanisms, FsdpCopyOutMovesEveryGatheredAndReducedByte) {
-  const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
-      "plan": {"dp": 64, "zero": 3, "global_batch": 256, "seq_len": 2048}})";
-  const std::vector<Override> two = {{"model.layers", "2"}};
+  const char* json = kFsdp;
+  const std::vector<Override>& two = kTwoLayers;
   const Scenario off = testing::scenario(json, two);
   const Scenario on = testing::scenario(json, with(two, {{"plan.fsdp_copy_out", "true"}}));
   EXPECT_FALSE(off.plan.fsdp_copy_out);
