@@ -137,7 +137,7 @@ Plan off_default_plan(bool hybrid) {
   return p;
 }
 
-const char* kMoeScenario = R"({"model": {"name": "moe", "layers": 4, "hidden": 1024, "ffn_hidden": 4096,
+const char* const kMoeScenario = R"({"model": {"name": "moe", "layers": 4, "hidden": 1024, "ffn_hidden": 4096,
   "heads": 16, "kv_heads": 8, "vocab": 32000, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 1024}},
   "cluster": {"chip": "h100-sxm", "devices": 32, "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}},
   "plan": {"dp": 32, "global_batch": 64, "seq_len": 4096}})";

@@ -845,7 +845,7 @@ TEST(StackMechanisms, FsdpCopyOutMovesEveryGatheredAndReducedByte) {
     read += p.op(i).bytes_read.value();
     written += p.op(i).bytes_written.value();
   }
-  EXPECT_EQ(read, mbs * params * 2);  // bf16 gradients
+  EXPECT_EQ(read, mbs * params * 2);      // bf16 gradients
   EXPECT_EQ(written, comm_bytes(p, rs));  // fp32 reduce-scatter input
   EXPECT_EQ(written, mbs * params * 4);
   // A layer's forward starts after its copy-out; the copies only add work.

@@ -134,8 +134,8 @@ struct ServingSpec {
   /// and outside it (the CUDA context); counted only where the cache is a
   /// fraction of the free memory (kv_memory_of_free), which it has left.
   int64_t runtime_reserved_bytes = 0;
-  bool chunked_prefill = false;      ///< a prompt longer than the token budget is prefilled in chunks
-  bool mixed_batches = false;        ///< decodes and prefills share an iteration
+  bool chunked_prefill = false;  ///< a prompt longer than the token budget is prefilled in chunks
+  bool mixed_batches = false;    ///< decodes and prefills share an iteration
   Admission admission = Admission::kOnDemand;
   double iteration_overhead_us = 0;  ///< the engine's host time per iteration not hidden behind the GPU
   int64_t prefill_replicas = 0;      ///< > 0: disaggregated, this many of plan.dp replicas only prefill
