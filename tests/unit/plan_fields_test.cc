@@ -115,6 +115,7 @@ Plan off_default_plan(bool hybrid) {
   p.fsdp_bucket_params = 2'000'000;
   p.fsdp_params_are_master = true;
   p.fsdp_copy_out = true;
+  p.fsdp_keep_root = true;
   p.fp8_weight_cache = true;
   p.low_precision_saved_inputs = true;
   p.master_weights_dtype = DType::kBf16;

@@ -860,6 +860,55 @@ TEST(StackMechanisms, FsdpCopyOutMovesEveryGatheredAndReducedByte) {
   EXPECT_FALSE(testing::scenario(json, with(two, {{"plan.framework", "megatron-core"}})).plan.fsdp_copy_out);
 }
 
+// 7c. fsdp_keep_root (FSDP2 under torchtitan): the root (embedding and head)
+// is gathered when the step starts and, with the last layer, not gathered
+// again for the backward; the root's gradients are reduce-scattered after
+// the embedding's backward. Only the first layer is gathered twice.
+TEST(StackMechanisms, FsdpKeepRootGathersTheRootOnceAndReducesItLast) {
+  const Scenario off = testing::scenario(kFsdp, kTwoLayers);
+  const Scenario on = testing::scenario(kFsdp, with(kTwoLayers, {{"plan.fsdp_keep_root", "true"}}));
+  EXPECT_FALSE(off.plan.fsdp_keep_root);
+  const Program p = stage0(on), q = stage0(off);
+  const int64_t mbs = 4, units = 4;
+  auto count = [](const Program& prog, const char* name, Pass pass) {
+    int64_t n = 0;
+    for (OpId i : named(prog, name)) n += prog.op(i).pass == pass;
+    return n;
+  };
+  EXPECT_EQ(count(p, "fsdp all-gather", Pass::kForward), mbs * units);
+  EXPECT_EQ(count(q, "fsdp all-gather", Pass::kForward), mbs * units);
+  EXPECT_EQ(count(p, "fsdp all-gather", Pass::kBackward), mbs * 1);  // layer 0
+  EXPECT_EQ(count(q, "fsdp all-gather", Pass::kBackward), mbs * (units - 1));
+  // Every unit is still reduce-scattered every microbatch.
+  EXPECT_EQ(static_cast<int64_t>(named(p, "fsdp reduce-scatter").size()), mbs * units);
+  // The head's gather is issued before layer 0 runs: layer 0's first op
+  // waits for it through the gather stream.
+  const std::vector<OpId> norm = named(p, "attn norm", 0, 0, Pass::kForward);
+  ASSERT_EQ(norm.size(), 1u);
+  auto gathers_before = [](const Program& prog, OpId op) {
+    int64_t n = 0;
+    for (OpId a : ancestors(prog, op)) n += prog.name(prog.op(a)) == "fsdp all-gather";
+    return n;
+  };
+  EXPECT_EQ(gathers_before(p, norm.front()), 3);  // embedding, head, layer 0
+  EXPECT_EQ(gathers_before(q, named(q, "attn norm", 0, 0, Pass::kForward).front()), 2);
+  // The last reduce-scatter of a microbatch (the head's) follows the
+  // embedding's backward.
+  std::vector<OpId> rs0;
+  for (OpId i : named(p, "fsdp reduce-scatter")) {
+    if (p.op(i).microbatch == 0) rs0.push_back(i);
+  }
+  ASSERT_EQ(static_cast<int64_t>(rs0.size()), units);
+  const std::vector<OpId> emb = named(p, "embedding grad", -1, 0, Pass::kBackward);
+  ASSERT_EQ(emb.size(), 1u);
+  EXPECT_EQ(ancestors(p, rs0.back()).count(emb.front()), 1u);
+  EXPECT_EQ(p.op(rs0.back()).layer, -1);
+  // The kept parameters raise the peak; torchtitan's stack turns it on.
+  EXPECT_GT(run_training_step(on, {}).report.memory.peak_bytes_per_device,
+            run_training_step(off, {}).report.memory.peak_bytes_per_device);
+  EXPECT_TRUE(testing::scenario(kFsdp, with(kTwoLayers, {{"plan.framework", "torchtitan"}})).plan.fsdp_keep_root);
+}
+
 // 8. recompute "custom" with offloaded tensors: kept, but not in HBM.
 TEST(StackMechanisms, OffloadedTensorsAreNotCountedInDeviceActivations) {
   const char* json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",

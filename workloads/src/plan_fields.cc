@@ -248,6 +248,7 @@ std::vector<PlanField> make_fields() {
   f.push_back(searched(positive_or_off("fsdp_bucket_params", &P::fsdp_bucket_params)));
   f.push_back(boolean("fsdp_params_are_master", train, &P::fsdp_params_are_master));
   f.push_back(boolean("fsdp_copy_out", train, &P::fsdp_copy_out));
+  f.push_back(boolean("fsdp_keep_root", train, &P::fsdp_keep_root));
   f.push_back(boolean("fp8_weight_cache", train, &P::fp8_weight_cache));
   f.push_back(boolean("low_precision_saved_inputs", train, &P::low_precision_saved_inputs));
   f.push_back(choice("master_weights_dtype", train, &P::master_weights_dtype, {DType::kFp32, DType::kBf16}));

@@ -25,10 +25,15 @@ void StageLowering::forward(int32_t local) {
   // stays gathered for the step.
   const bool once = !p_.fsdp_sync_each_microbatch;
   if (once && mb_ > 0) gathered = fwd_gather_[static_cast<size_t>(local)][0];
+  // FSDP2's root (fsdp_keep_root) is one unit: the head is gathered with
+  // the embedding when the step starts.
+  const bool root_here = p_.fsdp_keep_root && us.size() > 1 && us.front() == kEmbedUnit && us.back() == kHeadUnit;
   auto issue = [&](size_t i, OpId after) {
-    if (i < us.size() && !(once && mb_ > 0)) gathered[i] = gather(us[i], Pass::kForward, after);
+    if (i >= us.size() || (once && mb_ > 0) || (root_here && i == us.size() - 1 && gathered[i] != kNone)) return;
+    gathered[i] = gather(us[i], Pass::kForward, after);
   };
   issue(0, kNone);
+  if (root_here) issue(us.size() - 1, kNone);
   if (p_.fsdp_prefetch) issue(1, kNone);
   for (size_t i = 0; i < us.size(); ++i) {
     const int64_t u = us[i];
@@ -44,7 +49,7 @@ void StageLowering::forward(int32_t local) {
       cur = layer_forward(unit_layer(u), cur, weights);
     }
     // Resharded after the forward, or kept for the backward.
-    if (gathered[i] != kNone && p_.fsdp_reshard_after_forward && !once) {
+    if (gathered[i] != kNone && resharded_after_forward(u)) {
       b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
     }
     issue(p_.fsdp_prefetch ? i + 2 : i + 1, cur);
@@ -107,15 +112,25 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
   // gathered parameters.
   std::vector<OpId> gathered(us.size(), kNone);
   const bool once = !p_.fsdp_sync_each_microbatch;
-  if (!p_.fsdp_reshard_after_forward || once) {
-    gathered = fwd_gather_[static_cast<size_t>(local)][static_cast<size_t>(once ? 0 : mb_)];
+  // A unit resharded after its forward is gathered again (but the
+  // embedding, whose backward needs no weights); the others use the
+  // forward's gathered parameters.
+  auto regathered = [&](int64_t u) { return resharded_after_forward(u) && u != kEmbedUnit; };
+  const std::vector<OpId>& forward_gathered =
+      fwd_gather_[static_cast<size_t>(local)][static_cast<size_t>(once ? 0 : mb_)];
+  for (size_t i = 0; i < us.size(); ++i) {
+    if (!resharded_after_forward(us[i])) gathered[i] = forward_gathered[i];
   }
+  // FSDP2's root (fsdp_keep_root): the head's parameters stay gathered and
+  // its gradients are reduced once the whole root, embedding included, has
+  // run its backward.
+  const bool root_here = p_.fsdp_keep_root && us.size() > 1 && us.front() == kEmbedUnit && us.back() == kHeadUnit;
   // Backward runs the units in reverse; the embedding's backward (a
   // scatter-add) needs no weights.
   auto issue = [&](size_t back_index, OpId after) {
-    if (back_index >= us.size() || !p_.fsdp_reshard_after_forward || once) return;
+    if (back_index >= us.size()) return;
     const size_t i = us.size() - 1 - back_index;
-    if (us[i] != kEmbedUnit) gathered[i] = gather(us[i], Pass::kBackward, after);
+    if (regathered(us[i])) gathered[i] = gather(us[i], Pass::kBackward, after);
   };
   issue(0, kNone);
   if (p_.fsdp_prefetch) issue(1, kNone);
@@ -125,8 +140,7 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
     OpId wgrad = kNone;
     // Gathered again for the backward (resharded after the forward): copied
     // out again.
-    const bool regathered = p_.fsdp_reshard_after_forward && !once && u != kEmbedUnit;
-    const OpId weights = regathered ? copied_out(u, gathered[i], Pass::kBackward) : gathered[i];
+    const OpId weights = regathered(u) ? copied_out(u, gathered[i], Pass::kBackward) : gathered[i];
     if (u == kHeadUnit) {
       cur = head_backward(cur, weights, wgrad);
     } else if (u == kEmbedUnit) {
@@ -135,10 +149,18 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
     } else {
       cur = layer_backward(unit_layer(u), cur, weights, wgrad);
     }
-    if (gathered[i] != kNone && (!once || last_microbatch)) {
-      b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
+    if (!(root_here && u == kHeadUnit)) {  // the head is freed and reduced with the embedding, below
+      if (gathered[i] != kNone && (!once || last_microbatch)) {
+        b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
+      }
+      reduce_unit(u, wgrad, last_microbatch);
     }
-    reduce_unit(u, wgrad, last_microbatch);
+    if (root_here && u == kEmbedUnit) {
+      if (gathered.back() != kNone && (!once || last_microbatch)) {
+        b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(kHeadUnit)));
+      }
+      reduce_unit(kHeadUnit, cur, last_microbatch);
+    }
     issue(p_.fsdp_prefetch ? k + 2 : k + 1, cur);
   }
   flush_bucket();

@@ -393,6 +393,20 @@ class StageLowering {
     b_.op(x).mem_transient = Bytes(bytes);
     return x;
   }
+  /// A unit FSDP keeps gathered from its forward to its backward although
+  /// the plan reshards after the forward: with fsdp_keep_root, FSDP2's root
+  /// (the embedding and the head: FSDP2 never reshards the root after its
+  /// forward) and the model's last layer (torchtitan's
+  /// reshard_after_forward = layer_id < n_layers - 1).
+  bool kept_gathered(int64_t unit) const {
+    return p_.fsdp_keep_root &&
+           (unit == kEmbedUnit || unit == kHeadUnit || unit_layer(unit) == static_cast<int32_t>(m_.layers) - 1);
+  }
+  /// FSDP frees a unit's gathered parameters after its forward (and gathers
+  /// them again for its backward).
+  bool resharded_after_forward(int64_t unit) const {
+    return p_.fsdp_reshard_after_forward && p_.fsdp_sync_each_microbatch && !kept_gathered(unit);
+  }
   /// Bytes of a unit's gathered parameters (bf16, its experts included).
   int64_t gathered_bytes(int64_t unit) const {
     return (unit_params(unit) + (expert_shards_ > 1 ? unit_expert_params(unit) : 0)) * param_gather_bytes();

@@ -187,6 +187,14 @@ struct Plan {
   /// work on the parameters and gradients in place (Megatron-Core's
   /// contiguous buffers, XLA).
   bool fsdp_copy_out = false;
+  /// FSDP keeps the root and the last layer gathered from their forward to
+  /// their backward, as PyTorch FSDP2 under torchtitan does: the root (the
+  /// embedding, the final norm and the output layer, one FSDP unit whose
+  /// parameters are gathered when the step starts) is never resharded after
+  /// its forward and its gradients are reduced after the embedding's
+  /// backward; torchtitan wraps each block with reshard_after_forward =
+  /// layer_id < n_layers - 1 (parallelize_llama.py).
+  bool fsdp_keep_root = false;
   /// Transformer Engine keeps each linear layer's fp8 weight and its
   /// transpose across steps when bf16 weights run fp8 GEMMs (Megatron-Core
   /// passes is_first_microbatch): 2 bytes per linear parameter.
