@@ -907,6 +907,15 @@ TEST(StackMechanisms, FsdpKeepRootGathersTheRootOnceAndReducesItLast) {
   EXPECT_GT(run_training_step(on, {}).report.memory.peak_bytes_per_device,
             run_training_step(off, {}).report.memory.peak_bytes_per_device);
   EXPECT_TRUE(testing::scenario(kFsdp, with(kTwoLayers, {{"plan.framework", "torchtitan"}})).plan.fsdp_keep_root);
+  // Without FSDP there is no root to keep: ZeRO-1's program, gradient
+  // buckets included, is the same op for op.
+  const Program z = stage0(testing::scenario(kZero1, kFourLayers));
+  const Program zk = stage0(testing::scenario(kZero1, with(kFourLayers, {{"plan.fsdp_keep_root", "true"}})));
+  ASSERT_EQ(z.size(), zk.size());
+  for (OpId i = 0; i < z.size(); ++i) {
+    ASSERT_EQ(z.name(z.op(i)), zk.name(zk.op(i))) << "op " << i;
+    ASSERT_EQ(z.op(i).comm_bytes.value(), zk.op(i).comm_bytes.value()) << "op " << i;
+  }
 }
 
 // 8. recompute "custom" with offloaded tensors: kept, but not in HBM.

@@ -27,7 +27,7 @@ void StageLowering::forward(int32_t local) {
   if (once && mb_ > 0) gathered = fwd_gather_[static_cast<size_t>(local)][0];
   // FSDP2's root (fsdp_keep_root) is one unit: the head is gathered with
   // the embedding when the step starts.
-  const bool root_here = p_.fsdp_keep_root && us.size() > 1 && us.front() == kEmbedUnit && us.back() == kHeadUnit;
+  const bool root_here = root_in(us);
   auto issue = [&](size_t i, OpId after) {
     if (i >= us.size() || (once && mb_ > 0) || (root_here && i == us.size() - 1 && gathered[i] != kNone)) return;
     gathered[i] = gather(us[i], Pass::kForward, after);
@@ -124,7 +124,7 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
   // FSDP2's root (fsdp_keep_root): the head's parameters stay gathered and
   // its gradients are reduced once the whole root, embedding included, has
   // run its backward.
-  const bool root_here = p_.fsdp_keep_root && us.size() > 1 && us.front() == kEmbedUnit && us.back() == kHeadUnit;
+  const bool root_here = root_in(us);
   // Backward runs the units in reverse; the embedding's backward (a
   // scatter-add) needs no weights.
   auto issue = [&](size_t back_index, OpId after) {

@@ -402,6 +402,11 @@ class StageLowering {
     return p_.fsdp_keep_root &&
            (unit == kEmbedUnit || unit == kHeadUnit || unit_layer(unit) == static_cast<int32_t>(m_.layers) - 1);
   }
+  /// The chunk of units `us` holds FSDP2's whole root (fsdp_keep_root): the
+  /// embedding first and the head last, gathered and reduced as one unit.
+  bool root_in(const std::vector<int64_t>& us) const {
+    return fsdp_ && p_.fsdp_keep_root && us.size() > 1 && us.front() == kEmbedUnit && us.back() == kHeadUnit;
+  }
   /// FSDP frees a unit's gathered parameters after its forward (and gathers
   /// them again for its backward).
   bool resharded_after_forward(int64_t unit) const {
