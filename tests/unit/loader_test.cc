@@ -74,6 +74,11 @@ INSTANTIATE_TEST_SUITE_P(
                 {{"plan.global_batch", "9223372036854775807"}, {"plan.seq_len", "9223372036854775807"}},
                 "/plan/global_batch"},
         BadCase{"kv heads", {{"model.kv_heads", "5"}}, "/model/kv_heads: kv_heads (5) must divide heads (32)"},
+        BadCase{"master remainder of bf16",
+                {{"plan.master_copy", "\"remainder\""}, {"plan.master_weights_dtype", "\"bf16\""}},
+                "/plan/master_copy: \"remainder\" keeps the low half of fp32 master weights"},
+        BadCase{"no master copy of fp32", {{"plan.master_copy", "\"none\""}}, "/plan/master_copy: \"none\" makes"},
+        BadCase{"master copy name", {{"plan.master_copy", "\"half\""}}, "/plan/master_copy: expected one of"},
         BadCase{
             "mesh order", {{"plan.mesh_order", R"(["tp", "tp", "pp", "dp"])"}}, "/plan/mesh_order/1: axis named twice"},
         BadCase{"set into a number",

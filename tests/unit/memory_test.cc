@@ -1,10 +1,11 @@
 // Memory of a training step from its lowered program, against closed forms:
 // what the head and the loss hold per logit for each stack's loss kernel,
 // vocabulary tiling, the resident bytes per parameter of FSDP over master
-// shards, Transformer Engine's fp8 weight cache and the memory report's
-// peak location.
+// shards and of Apex's master remainders, Transformer Engine's fp8 weight
+// cache and the memory report's peak location.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,38 @@ TEST(ResidentMemory, FsdpMasterShardsHoldSixteenBytesPerParameter) {
   EXPECT_NEAR(static_cast<double>(component(bf16, "weights") + component(bf16, "gradients") +
                                   component(bf16, "optimizer_state")),
               8.0 * static_cast<double>(n) / 64, 1e-3 * n / 64);
+}
+
+// Apex DistributedFusedAdam (NeMo 1.x): an fp32 optimizer over bf16
+// parameters keeps 16-bit remainders of the master weights (2 + 4 + 4 = 10
+// bytes per parameter over the shards, not 12); an optimizer in the model's
+// bf16 keeps no master copy (2 + 2 = 4 with bf16 moments, not 6). The Adam
+// kernel reads the bf16 parameter as the rest of the master weight.
+TEST(ResidentMemory, ApexMasterRemaindersAndNoMasterCopy) {
+  const char* base = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"framework": "megatron-core", "dp": 64, "global_batch": 64, "seq_len": 4096, "zero": 1}})";
+  const int64_t n = count_params(testing::scenario(base).model).total();
+  auto optimizer = [&](const std::vector<Override>& sets) {
+    return static_cast<double>(component(training_memory(testing::scenario(base, sets)), "optimizer_state"));
+  };
+  const double shard = static_cast<double>(n) / 64;
+  EXPECT_NEAR(optimizer({}), 12.0 * shard, 64.0 * 12);
+  EXPECT_NEAR(optimizer({{"plan.master_copy", "\"remainder\""}}), 10.0 * shard, 64.0 * 10);
+  EXPECT_NEAR(optimizer({{"plan.master_copy", "\"none\""},
+                         {"plan.master_weights_dtype", "\"bf16\""},
+                         {"plan.optimizer_state_dtype", "\"bf16\""}}),
+              4.0 * shard, 64.0 * 4);
+  // The step's Adam moves the same bytes with a remainder as with a full
+  // fp32 master: 2 + 2 read in place of 4.
+  auto adam_bytes = [&](const std::vector<Override>& sets) -> double {
+    const Program prog = std::move(lower_training_step(testing::scenario(base, sets)).stages[0]);
+    for (const Op& o : prog.ops()) {
+      if (prog.name(o) == "adam") return static_cast<double>(o.bytes_read.value() + o.bytes_written.value());
+    }
+    return -1.0;
+  };
+  EXPECT_GT(adam_bytes({}), 0);
+  EXPECT_DOUBLE_EQ(adam_bytes({{"plan.master_copy", "\"remainder\""}}), adam_bytes({}) - 2.0 * std::ceil(shard));
 }
 
 // Transformer Engine's cached fp8 weights: 2 bytes per layer parameter, only

@@ -113,7 +113,10 @@ Plan off_default_plan(bool hybrid) {
     p.fused_attention = false;
   }
   p.fsdp_bucket_params = 2'000'000;
-  p.fsdp_params_are_master = true;
+  // A master copy other than full belongs to a stack whose shards are not
+  // the master weights (Apex's distributed optimizer).
+  p.fsdp_params_are_master = !hybrid;
+  if (hybrid) p.master_copy = Plan::MasterCopy::kNone;
   p.fsdp_copy_out = true;
   p.fsdp_keep_root = true;
   p.fp8_weight_cache = true;

@@ -81,6 +81,37 @@ TEST(Recompute, TorchtitanOpSacRerunsTheUnkeptMatmulsAndTheElementwiseOps) {
                                            {"swiglu", 1}}));
 }
 
+// torchao's NVFP4 GEMM is a custom autograd Function of Triton kernels,
+// not an op of torchtitan's save list: under per-op SAC the NVFP4 layers
+// keep none of their matmul outputs and re-run them all; the bf16 tail
+// layers keep every other one as before. The activations held drop by the
+// kept outputs of the NVFP4 layers.
+TEST(Recompute, TorchtitanOpSacRecomputesNvfp4Gemms) {
+  const char* base = R"({"model": "llama3-8b", "cluster": "dgx-b200-64",
+      "plan": {"framework": "torchtitan", "dp": 64, "zero": 3, "global_batch": 64, "seq_len": 2048,
+               "recompute": "op_sac"}})";
+  auto layer = [](const Scenario& s, int32_t L) {
+    const Program p = std::move(lower_training_step(s).stages[0]);
+    std::set<std::string> out;
+    for (const Op& o : p.ops()) {
+      if (o.pass == Pass::kRecompute && o.layer == L && o.microbatch == 0) out.insert(std::string(p.name(o)));
+    }
+    return out;
+  };
+  const Scenario bf16 = testing::scenario(base);
+  const Scenario fp4 = testing::scenario(base, {{"plan.matmul_dtype", "\"fp4\""}, {"plan.bf16_tail_layers", "4"}});
+  const Scenario mx = testing::scenario(base, {{"plan.matmul_dtype", "\"fp8\""}, {"plan.fp8_recipe", "\"mxfp8\""}});
+  for (const char* kept : {"q proj", "v proj", "mlp gate"}) {
+    EXPECT_EQ(layer(bf16, 3).count(kept), 0u) << kept;
+    EXPECT_EQ(layer(mx, 3).count(kept), 0u) << kept;  // aten._scaled_mm: saved
+    EXPECT_EQ(layer(fp4, 3).count(kept), 1u) << kept;
+    EXPECT_EQ(layer(fp4, 31).count(kept), 0u) << kept;  // a bf16 tail layer
+  }
+  auto activations = [](const Scenario& s) { return testing::component(training_memory(s), "activations"); };
+  EXPECT_LT(activations(fp4), activations(bf16));
+  EXPECT_EQ(activations(mx), activations(bf16));
+}
+
 TEST(Recompute, JaxClosureRerunsOnlyWhatIsNeeded) {
   // Keeping every matmul output leaves norms, rope and the activation to
   // re-run; XLA drops recomputation nothing reads (the last residual).

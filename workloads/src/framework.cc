@@ -182,6 +182,18 @@ std::string_view to_string(Plan::MoeRouting r) {
   return r == Plan::MoeRouting::kContiguous ? "contiguous" : "balanced";
 }
 
+std::string_view to_string(Plan::MasterCopy c) {
+  switch (c) {
+    case Plan::MasterCopy::kRemainder:
+      return "remainder";
+    case Plan::MasterCopy::kNone:
+      return "none";
+    case Plan::MasterCopy::kFull:
+      break;
+  }
+  return "full";
+}
+
 std::optional<AttentionKernel> attention_kernel_named(std::string_view name) {
   for (auto k : {AttentionKernel::kDefault, AttentionKernel::kFlash2, AttentionKernel::kFlash3, AttentionKernel::kCudnn,
                  AttentionKernel::kSplash}) {

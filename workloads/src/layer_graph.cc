@@ -311,10 +311,11 @@ RecomputePlan plan_recompute(const LayerGraph& g, const RecomputeSpec& spec) {
     case P::kOpSac: {
       // torchtitan's per-op selective checkpointing: the outputs of
       // attention, of reduce-scatters and of every other matmul (the 1st,
-      // 3rd, ... of the layer) are kept.
+      // 3rd, ... of the layer) are kept; no matmul's where the GEMMs are not
+      // ops of its save list (RecomputeSpec::matmuls_saveable).
       int count = 0;
       for (Node n : g.matmuls()) {
-        if (++count % 2 == 1) kept.set(idx(n));
+        if (++count % 2 == 1 && spec.matmuls_saveable) kept.set(idx(n));
       }
       kept.set(idx(Node::kAttn));
       for (Node n : {Node::kRs1, Node::kRs2}) {

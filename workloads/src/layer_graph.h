@@ -155,6 +155,9 @@ struct RecomputeSpec {
   NodeSet custom;
   /// Node outputs kept in host memory (offloaded): kept, but not in HBM.
   NodeSet offloaded;
+  /// kOpSac: the layer's GEMMs are ops the policy's save list names (aten
+  /// matmuls). false: they run outside it and are recomputed, not kept.
+  bool matmuls_saveable = true;
 };
 
 /// The nodes a tensor name of a "custom" policy (plan.recompute_keep) names,

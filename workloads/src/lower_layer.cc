@@ -108,9 +108,17 @@ bool recompute_applies(const Plan& p, int64_t layer, int64_t index) {
   return true;
 }
 
-RecomputeSpec recompute_spec(const Plan& p) {
+RecomputeSpec recompute_spec(const Plan& p, bool bf16_layer) {
   RecomputeSpec r;
   using P = RecomputeSpec::Policy;
+  // torchao's NVFP4 GEMM (nvfp4_mm_triton, a custom autograd Function over
+  // Triton kernels, pytorch/torchtitan@b5bcd76c66:torchtitan/components/
+  // quantization/nvfp4.py:67-81) is no op of torchtitan's per-op save list
+  // (aten matmuls, attention, max, reduce-scatter, all-to-all:
+  // torchtitan/distributed/activation_checkpoint.py:31-96): its outputs are
+  // recomputed. float8 and MXFP8 GEMMs run as aten._scaled_mm, which is.
+  r.matmuls_saveable = !(p.recompute == Recompute::kOpSac && low_precision_matmuls(p) && !bf16_layer &&
+                         p.fp8_recipe == Plan::Fp8Recipe::kNvfp4);
   switch (p.recompute) {
     case Recompute::kNone:
       r.policy = P::kNone;

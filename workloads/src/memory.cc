@@ -4,7 +4,8 @@
 // Narayanan et al. 2021; Rajbhandari et al. 2020, "ZeRO"): bf16 weights (2 B),
 // gradients at grad_reduce_dtype (4 B for fp32 main grads), and master
 // weight, first and second moment (12 B per parameter in fp32; the plan can
-// hold them in bf16). ZeRO-1 shards the optimizer state over dp, ZeRO-2 the
+// hold them in bf16, and Apex's distributed optimizer keeps only a 2 B
+// remainder of the fp32 master, or none: Plan::master_copy). ZeRO-1 shards the optimizer state over dp, ZeRO-2 the
 // gradients too, ZeRO-3 (FSDP) the weights as well.
 //
 // Activations come from the lowered program: every forward op is a node of
@@ -56,7 +57,7 @@ struct LayerMemory {
 /// `bf16_layer`: a layer of the plan's bf16 tail.
 LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer, bool policy, bool bf16_layer) {
   const LayerGraph g(detail::layer_config(m, p, moe_layer, bf16_layer));
-  const detail::RecomputeSpec spec = detail::recompute_spec(p);
+  const detail::RecomputeSpec spec = detail::recompute_spec(p, bf16_layer);
   const RecomputePlan rp = detail::plan_recompute(g, policy ? spec : detail::keep_everything(spec));
   return {g.bytes(rp.kept & ~rp.offloaded), g.bytes(rp.recomputed & rp.needed & ~rp.kept)};
 }
@@ -163,8 +164,7 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
   const bool unsharded_grads = fsdp && !p.fsdp_sync_each_microbatch && p.microbatches() > 1;
   const int64_t grad_bytes = dtype_bytes(master_shards ? p.master_weights_dtype : p.grad_reduce_dtype);
   add("gradients", state(grad_bytes, p.zero >= 2) + (unsharded_grads ? state(2, false) : 0));
-  add("optimizer_state",
-      state(dtype_bytes(p.master_weights_dtype) + 2 * dtype_bytes(p.optimizer_state_dtype), p.zero >= 1));
+  add("optimizer_state", state(detail::master_copy_bytes(p) + 2 * dtype_bytes(p.optimizer_state_dtype), p.zero >= 1));
   const int64_t T = p.microbatch_size * p.seq_len / p.cp;
   int64_t buffers = 0;
   if (m.is_moe() && p.ep > 1) {

@@ -23,6 +23,21 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
                                       ") to divide the heads per tensor-parallel rank (" + s(m.heads / p.tp) + ")"};
     }
   }
+  if (p.master_copy == Plan::MasterCopy::kRemainder && p.master_weights_dtype != DType::kFp32) {
+    return PlanIssue{"master_copy",
+                     "\"remainder\" keeps the low half of fp32 master weights: needs "
+                     "\"master_weights_dtype\": \"fp32\""};
+  }
+  if (p.master_copy == Plan::MasterCopy::kNone && p.master_weights_dtype != DType::kBf16) {
+    return PlanIssue{"master_copy",
+                     "\"none\" makes the bf16 parameters the master weights: needs "
+                     "\"master_weights_dtype\": \"bf16\""};
+  }
+  if (p.master_copy != Plan::MasterCopy::kFull && p.zero == 3 && p.fsdp_params_are_master) {
+    return PlanIssue{"master_copy",
+                     "FSDP shards that are the master weights (fsdp_params_are_master) hold them "
+                     "in full: use \"full\""};
+  }
   if (p.ep > 1 && !m.is_moe())
     return PlanIssue{"ep", "expert parallelism needs a mixture-of-experts model; use ep = 1"};
   if (p.fsdp_bucket_params > 0 && p.zero != 3) return PlanIssue{"fsdp_bucket_params", "needs zero 3"};

@@ -253,6 +253,8 @@ std::vector<PlanField> make_fields() {
   f.push_back(boolean("low_precision_saved_inputs", train, &P::low_precision_saved_inputs));
   f.push_back(choice("master_weights_dtype", train, &P::master_weights_dtype, {DType::kFp32, DType::kBf16}));
   f.push_back(choice("optimizer_state_dtype", train, &P::optimizer_state_dtype, {DType::kFp32, DType::kBf16}));
+  f.push_back(choice("master_copy", train, &P::master_copy,
+                     {Plan::MasterCopy::kFull, Plan::MasterCopy::kRemainder, Plan::MasterCopy::kNone}));
   f.push_back(positive("grad_bucket_bytes", train, &P::grad_bucket_bytes));
   f.push_back(choice("grad_reduce_dtype", train, &P::grad_reduce_dtype, {DType::kFp32, DType::kBf16, DType::kFp16}));
   f.push_back(choice("matmul_dtype", train, &P::matmul_dtype, {DType::kBf16, DType::kFp8, DType::kFp4}));

@@ -319,10 +319,14 @@ void StageLowering::optimizer() {
   o.dtype = DType::kFp32;
   o.m = params;
   o.n = o.k = 1;
-  // Master weight and the two moments, at their configured precision.
-  const int64_t state = dtype_bytes(p_.master_weights_dtype) + 2 * dtype_bytes(p_.optimizer_state_dtype);
+  // Master weight and the two moments, at their configured precision; the
+  // bf16 parameter is written back. Where the optimizer keeps a remainder or
+  // no master copy (Plan::master_copy), the parameter's shard is the rest of
+  // the master weight: read too.
+  const int64_t state = master_copy_bytes(p_) + 2 * dtype_bytes(p_.optimizer_state_dtype);
+  const int64_t param_read = p_.master_copy == Plan::MasterCopy::kFull ? 0 : 2;
   o.flops = Flops(12.0 * static_cast<double>(params));
-  o.bytes_read = Bytes(params * (dtype_bytes(p_.grad_reduce_dtype) + state));
+  o.bytes_read = Bytes(params * (dtype_bytes(p_.grad_reduce_dtype) + state + param_read));
   o.bytes_written = Bytes(params * (state + 2));
   const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
   if (!sharded || fsdp_ || p_.overlap_param_gather) return;

@@ -41,6 +41,22 @@ inline constexpr int64_t kAct = 2;  // activation bytes (bf16)
 inline constexpr int64_t kEagerLiveBytes = 2 + 4 + 4 + 2;
 inline constexpr OpId kNone = kNoOp;
 
+/// Bytes per parameter of the optimizer's master weights (Plan::master_copy):
+/// a full copy at master_weights_dtype, the 16-bit remainder of an fp32
+/// master whose upper half is the bf16 parameter (Apex
+/// store_param_remainders), or none where the parameters are the master.
+inline int64_t master_copy_bytes(const Plan& p) {
+  switch (p.master_copy) {
+    case Plan::MasterCopy::kRemainder:
+      return 2;
+    case Plan::MasterCopy::kNone:
+      return 0;
+    case Plan::MasterCopy::kFull:
+      break;
+  }
+  return dtype_bytes(p.master_weights_dtype);
+}
+
 /// A layer's per-device shapes under a plan: tokens of this device's
 /// sequence shard (T) and their sequence-parallel share (Ts), local heads,
 /// KV heads (a whole head per rank when tp exceeds them) and MLP width.
@@ -64,7 +80,7 @@ struct LayerShape {
 /// tail (its linears run and keep bf16 whatever the matmul dtype).
 LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_layer = false);
 /// The plan's recomputation policy and its framework's semantics.
-RecomputeSpec recompute_spec(const Plan& p);
+RecomputeSpec recompute_spec(const Plan& p, bool bf16_layer = false);
 /// The same spec with nothing recomputed (what the layers the policy
 /// leaves out keep: everything their backward needs; offloads as the spec).
 RecomputeSpec keep_everything(RecomputeSpec spec);
@@ -126,10 +142,19 @@ class StageLowering {
       moe_plan_ = plan_recompute(*moe_graph_, spec);
       moe_keep_plan_ = plan_recompute(*moe_graph_, keep_everything(spec));
     }
-    // The bf16 tail's layers: the same graph and plans, bf16 bytes.
+    // The bf16 tail's layers: the same graph, bf16 bytes, and their own
+    // plans (a policy may keep a bf16 GEMM's output and not a low-precision
+    // one's: RecomputeSpec::matmuls_saveable).
     if (p_.bf16_tail_layers > 0) {
+      const RecomputeSpec tail = recompute_spec(p_, true);
       dense_tail_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, false, true));
-      if (m_.is_moe()) moe_tail_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, true, true));
+      dense_tail_plan_ = plan_recompute(*dense_tail_graph_, tail);
+      dense_tail_keep_plan_ = plan_recompute(*dense_tail_graph_, keep_everything(tail));
+      if (m_.is_moe()) {
+        moe_tail_graph_ = std::make_unique<LayerGraph>(layer_config(m_, p_, true, true));
+        moe_tail_plan_ = plan_recompute(*moe_tail_graph_, tail);
+        moe_tail_keep_plan_ = plan_recompute(*moe_tail_graph_, keep_everything(tail));
+      }
     }
   }
 
@@ -503,7 +528,12 @@ class StageLowering {
   /// applies to some layers only (recompute_applies).
   const RecomputePlan& recompute_plan(int32_t L) const {
     const bool moe = m_.is_moe_layer(L);
-    if (!recompute_applies(p_, L, index_in_chunk(L))) return moe ? moe_keep_plan_ : dense_keep_plan_;
+    const bool applies = recompute_applies(p_, L, index_in_chunk(L));
+    if (in_bf16_tail(L)) {
+      if (!applies) return moe ? moe_tail_keep_plan_ : dense_tail_keep_plan_;
+      return moe ? moe_tail_plan_ : dense_tail_plan_;
+    }
+    if (!applies) return moe ? moe_keep_plan_ : dense_keep_plan_;
     return moe ? moe_plan_ : dense_plan_;
   }
   /// Layer L's place in its pipeline chunk (0 for the chunk's first).
@@ -645,6 +675,7 @@ class StageLowering {
   Bucket dense_, expert_;
   std::unique_ptr<LayerGraph> dense_graph_, moe_graph_, dense_tail_graph_, moe_tail_graph_;
   RecomputePlan dense_plan_, moe_plan_, dense_keep_plan_, moe_keep_plan_;
+  RecomputePlan dense_tail_plan_, moe_tail_plan_, dense_tail_keep_plan_, moe_tail_keep_plan_;
   bool record_buckets_ = false;  // flushed buckets feed the ZeRO-1/2 parameter all-gathers
 };
 

@@ -530,6 +530,25 @@ def megatron_dp_knobs(zero_cite, overlap_grad, overlap_param, bucket_bytes, buck
     }
 
 
+NEMO_APEX_STORE = {  # MegatronBaseModel.setup_optimization, with_distributed_adam: what Apex keeps of the master
+    "v1.23.0": "744..752", "v2.0.0rc1": "798..806", "v2.0.0": "802..812", "v2.1.0": "806..816"}
+
+
+def apex_master_copy(nemo, fp8_params, optim_dtype="fp32"):
+    """What NeMo 1.x's Apex DistributedFusedAdam keeps of the master weights (plan.master_copy): with fp8_params a
+    full copy (store_params); an optimizer dtype equal to the model's (bf16) keeps none (store_params False); an fp32
+    optimizer over a bf16 model keeps 16-bit remainders (store_param_remainders)."""
+    cite = (f"NVIDIA/NeMo@{nemo}:nemo/collections/nlp/models/language_modeling/megatron_base_model.py:"
+            f"{NEMO_APEX_STORE[nemo]}")
+    if fp8_params:
+        return K("full", cite + " (fp8_params: store_params True)", "default")
+    if optim_dtype == "bf16":
+        return K("none", cite + " (optimizer dtype = model dtype bf16: store_params False, the bf16 parameters are "
+                 "the master weights)", "default")
+    return K("remainder", cite + " (fp32 optimizer over a bf16 model: store_params False, store_param_remainders "
+             "True: 16-bit remainders)", "default")
+
+
 def mcore_default_bucket_bytes(dp, grad_bytes):
     """Megatron-Core bucket_size None -> max(40,000,000, 1,000,000*dp) parameters
     (NVIDIA/Megatron-LM@core_v0.9.0:megatron/core/distributed/distributed_data_parallel.py:56)."""
@@ -556,7 +575,16 @@ NEMO2407_COMMON = {
                     "(delayed scaling is the only recipe in MCore 0.8 / TE 1.8)", "default"),
     "fp8_param_gather": K(False, "NVIDIA/NeMo@r2.0.0rc1:nemo/collections/nlp/models/language_modeling/"
                           "megatron_gpt_model.py:342", "default", "fp8_params absent from the launcher YAML"),
+    "master_copy": apex_master_copy("v2.0.0rc1", False),
 }
+# The launcher's own H100 FP8 run scripts of the same release (examples/training/<family>/h100/<model>_fp8*.sh,
+# NeMo-Framework-Launcher@24.07) override the YAML with +training.model.optim.grad_sync_dtype=bf16 for the GPT-3
+# and Llama models; the Nemotron scripts do not (their rows keep the YAML's reduction dtype).
+NEMO2407_FP8_SCRIPTS = {"r0001": ("gpt/h100/5b_fp8_8node.sh", 23), "r0002": ("gpt/h100/20b_fp8_8node.sh", 23),
+                        "r0003": ("gpt/h100/175b_fp8_16node.sh", 24), "r0004": ("gpt/h100/175b_fp8_16node.sh", 24),
+                        "r0005": ("llama/h100/llama2_7b_fp8.sh", 22), "r0006": ("llama/h100/llama2_13b_fp8.sh", 22),
+                        "r0007": ("llama/h100/llama2_70b_fp8.sh", 21), "r0011": ("llama/h100/llama3_8b_fp8.sh", 22),
+                        "r0012": ("llama/h100/llama3_70b_fp8.sh", 21)}
 # row: (model builder, launcher yaml, {field: (value, line)}, launcher-vs-table note)
 NEMO2407_ROWS = {
     "r0001": (lambda: gpt3_nemo("gpt3-5b", 24, 4096, 16384, 32, launcher("gpt3/5b.yaml", 69)), "gpt3/5b.yaml",
@@ -652,6 +680,13 @@ def build_nemo2407(row):
         if field == "tp_comm_overlap_sms" and line is not None:
             cite = launcher(yaml, line) + " (tp_overlap userbuffer table)"
         knobs[field] = K(value, cite, "default")
+    if row["id"] in NEMO2407_FP8_SCRIPTS:
+        script, line = NEMO2407_FP8_SCRIPTS[row["id"]]
+        knobs["grad_reduce_dtype"] = K("bf16", f"NVIDIA/NeMo-Framework-Launcher@24.07:examples/training/{script}:"
+                                       f"{line} (+training.model.optim.grad_sync_dtype=bf16)", "default",
+                                       "the launcher's FP8 run script of this model on H100 overrides the YAML")
+    if knobs.get("master_weights_dtype", {}).get("value") == "bf16":
+        knobs["master_copy"] = apex_master_copy("v2.0.0rc1", False, "bf16")
     if p["cp"] > 1:
         knobs["cp_comm"] = K("p2p", "NVIDIA/Megatron-LM@core_v0.8.0:megatron/core/transformer/custom_layers/"
                              "transformer_engine.py:460 (MCore 0.8 has only the P2P ring)", "default")
@@ -697,10 +732,12 @@ LONGSEQ_H100_DP = {  # NeMo 1.0 era: the launcher's llama2_7b defaults (notes fa
     "overlap_param_gather": K(True, launcher("llama/llama2_7b.yaml", 158), "not stated", "launcher default"),
     "grad_bucket_bytes": K(125 * MIB, launcher("llama/llama2_7b.yaml", 156), "not stated",
                            "launcher bucket_cap_mb 125"),
-    "grad_reduce_dtype": K("fp32", "Apex DistributedFusedAdam grad_sync_dtype None -> fp32", "not stated",
-                           "launcher default"),
+    "grad_reduce_dtype": K("bf16", "NVIDIA/NeMo-Framework-Launcher@24.03.01:examples/training/llama/h100/"
+                           "llama2_7b_fp8.sh:22 (+training.model.optim.grad_sync_dtype=bf16)", "not stated",
+                           "the launcher's Llama-2 7B FP8 run script on H100 of the table's release"),
     "fp8_param_gather": K(False, "NVIDIA/NeMo@r2.0.0rc1:nemo/collections/nlp/models/language_modeling/"
                           "megatron_gpt_model.py:342", "not stated", "fp8_params absent from the launcher config"),
+    "master_copy": apex_master_copy("v1.23.0", False),
 }
 LONGSEQ_B200_DP = {  # NeMo 2.0 recipe path (25.04): the notes' NeMo 2.0 defaults
     "zero": K(1, "NVIDIA/NeMo@d2b21556f2:nemo/collections/llm/recipes/optim/adam.py:47 (MCore distributed "
@@ -774,6 +811,7 @@ DGXC_COMMIT = {"dgxc v24.11.1": "35a9aec", "dgxc v25.02": "8f5cbb3", "dgxc v25.0
                "dgxc v25.05.01": "60d6fd3", "dgxc v25.05.02 (commit dfc8039, revised Grok1 H100)": "dfc8039"}
 DGXC_SOFTWARE = {"35a9aec": "nemo:24.09 (NeMo 2.0.0, MCore 0.9, TE 1.10)",
                  "8f5cbb3": "nemo:24.12 (NeMo 2.1.0, MCore 0.10, inferred from the container date)"}
+DGXC_NEMO = {"35a9aec": "v2.0.0", "8f5cbb3": "v2.1.0"}  # the NeMo release of each container above
 TE_DEFAULT_SMS = "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py:242"
 TE_DELAYED = "NVIDIA/TransformerEngine@v1.11:transformer_engine/common/recipe/__init__.py:54"
 
@@ -867,6 +905,7 @@ def build_dgxc_nemo1_llama(row):
         knobs["matmul_dtype"] = K("fp8", dg(commit, "llama3.1/configure.sh", fl) + " (fp8 hybrid)")
         knobs["fp8_recipe"] = K("delayed", TE_DELAYED + " (NeMo 1.0 with MCore builds only DelayedScaling)", "default")
         knobs["fp8_param_gather"] = K(True, dg(commit, "llama3.1/configure.sh", pl) + " (fp8_params)")
+    knobs["master_copy"] = apex_master_copy(DGXC_NEMO[commit], fp8)
     apply_knobs(plan, knobs)
     extra.append(HARDWARE["dgx_h100"][2])
     desc = (f"{row['id']}: {model['name']} {row['precision']}, DGXC {row['release'][5:]}, {n}x H100 "
@@ -905,6 +944,7 @@ def build_dgxc_nemo1_gpt3(row):
                                   else dg(commit, "nemo_megatron/configure.sh", 116))
         knobs["fp8_recipe"] = K("delayed", TE_DELAYED, "default")
         knobs["fp8_param_gather"] = K(True, dg(commit, y, 221) + " (fp8_params)")
+    knobs["master_copy"] = apex_master_copy(DGXC_NEMO[commit], fp8)
     apply_knobs(plan, knobs)
     extra += ["NVTE_UB_SPLIT_AG (0 BF16 / 1 FP8) is set by the launcher and not modelled", HARDWARE["dgx_h100"][2]]
     desc = f"{row['id']}: GPT-3 175B {row['precision']}, DGXC {row['release'][5:]}, {n}x H100 (TP4 PP8 VP{vp}, GBS {b['gbs']})"
@@ -970,6 +1010,9 @@ def build_dgxc_nemo1_nemotron(row):
         knobs["matmul_dtype"] = K("fp8", dg(commit, cfg, fl))
         knobs["fp8_recipe"] = K("delayed", TE_DELAYED, "default")
         knobs["fp8_param_gather"] = K(True, dg(commit, cfg, pl) + " (fp8_params)")
+    if "Apex" in knobs["zero"]["cite"]:
+        knobs["master_copy"] = apex_master_copy(DGXC_NEMO[commit], fp8, knobs.get("master_weights_dtype",
+                                                                                  {"value": "fp32"})["value"])
     plan = base_plan("megatron-core", n, p["tp"], p["pp"] or 1, 1, 1, b["mbs"], b["gbs"], row["seq_len"], vp)
     apply_knobs(plan, knobs)
     extra.append(HARDWARE["dgx_h100"][2])

@@ -47,6 +47,8 @@ std::string_view to_string(Plan::MoeDispatcher d);
 std::string_view to_string(Plan::LossKernel k);
 /// Expert routing ("balanced", "contiguous").
 std::string_view to_string(Plan::MoeRouting r);
+/// What the optimizer holds of the master weights ("full", "remainder", "none").
+std::string_view to_string(Plan::MasterCopy c);
 /// The framework a plan's "framework" value names, or nullopt.
 std::optional<Framework> framework_named(std::string_view name);
 /// Every framework, in the order the docs list them.

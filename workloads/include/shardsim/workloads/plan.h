@@ -212,6 +212,15 @@ struct Plan {
   /// 2018, mixed precision): master weights and the two Adam moments.
   DType master_weights_dtype = DType::kFp32;
   DType optimizer_state_dtype = DType::kFp32;
+  /// What the optimizer holds of the master weights (Apex
+  /// DistributedFusedAdam, NeMo 1.x's data-parallel optimizer, as NeMo's
+  /// MegatronBaseModel.setup_optimization configures it): full (a copy at
+  /// master_weights_dtype); remainder (store_param_remainders: only the low
+  /// 16 bits of each fp32 master weight, whose high 16 bits are the bf16
+  /// parameter; 2 bytes; needs master_weights_dtype fp32); none
+  /// (store_params false when the optimizer dtype is the model's: the bf16
+  /// parameters are the master weights; needs master_weights_dtype bf16).
+  enum class MasterCopy : uint8_t { kFull, kRemainder, kNone } master_copy = MasterCopy::kFull;
   int64_t grad_bucket_bytes = 160'000'000;  ///< Megatron default: 40M fp32 grads
   DType grad_reduce_dtype = DType::kFp32;
   DType matmul_dtype = DType::kBf16;
