@@ -700,6 +700,32 @@ TEST(StackMechanisms, MoeDispatchersAndExpertTensorParallelism) {
   EXPECT_DOUBLE_EQ(etp.op(up.front()).flops.value(), a2a.op(up1.front()).flops.value());
 }
 
+// expert_tp 1 under tp 8: every tp rank of an ep position holds whole
+// experts, so each expert has dp·cp/ep · tp = 8 replicas (Megatron-Core's
+// expert data-parallel size, world / (etp · ep · pp)). Their gradients
+// reduce over tp too and ZeRO shards their states over all 8: the
+// optimizer state per device equals expert_tp 8's, where each rank holds
+// an eighth of an unreplicated expert.
+TEST(StackMechanisms, ExpertsWholeOnEveryTpRankAreReplicatedOverTp) {
+  const std::vector<Override> zero1 = with(kMoeLayers, {{"plan.zero", "1"}});
+  const Scenario whole = testing::scenario(kMixtral, zero1);
+  const Scenario split = testing::scenario(kMixtral, with(zero1, {{"plan.expert_tp", "8"}}));
+  const uint8_t replicas = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp) | axis_bit(MeshAxis::kTp);
+  const Program whole_program = stage0(whole), split_program = stage0(split);
+  int reduced = 0;
+  for (const Op& o : whole_program.ops()) {
+    reduced += o.kind == OpKind::kCollective && o.collective == CollectiveKind::kReduceScatter && o.axes == replicas;
+  }
+  EXPECT_GT(reduced, 0);
+  for (const Op& o : split_program.ops()) {
+    EXPECT_FALSE(o.kind == OpKind::kCollective && o.axes == replicas);  // one replica: nothing to reduce
+  }
+  auto optimizer = [](const Scenario& s) {
+    return static_cast<double>(testing::component(training_memory(s), "optimizer_state"));
+  };
+  EXPECT_NEAR(optimizer(whole), optimizer(split), 1e-6 * optimizer(split));
+}
+
 TEST(StackMechanisms, MoeWithoutGroupedGemmRunsOneGemmPerLocalExpert) {
   // ep 2: four experts per rank.
   const std::vector<Override> ep2 = with(kMoeLayers, {{"plan.ep", "2"}});

@@ -57,8 +57,12 @@ TEST(Symmetry, CanonicalDevicesAloneGiveTheFullStep) {
       {kDense, R"({"dp": 4, "tp": 8, "pp": 2, "schedule": "interleaved", "virtual_stages": 2, "zero": 1,
                   "global_batch": 16, "seq_len": 2048})"},
       {kDense, R"({"dp": 4, "tp": 8, "cp": 2, "zero": 3, "global_batch": 8, "seq_len": 4096})"},
-      {kMoe, R"({"dp": 8, "tp": 8, "ep": 4, "zero": 1, "sequence_parallel": true, "global_batch": 16,
-                "seq_len": 2048})"},
+      // Experts split over tp: whole experts on every tp rank (expert_tp 1)
+      // reduce their gradients over tp and dp together, a ring that a
+      // shift along tp does not map onto itself (those plans keep the other
+      // translations).
+      {kMoe, R"({"dp": 8, "tp": 8, "ep": 4, "expert_tp": 8, "zero": 1, "sequence_parallel": true,
+                "global_batch": 16, "seq_len": 2048})"},
       // Tensor-parallel groups of part of a node: the node's other groups
       // (data-, context-, pipeline-parallel and expert traffic between
       // them) share its NVLinks with the tensor-parallel collectives, so
@@ -67,15 +71,15 @@ TEST(Symmetry, CanonicalDevicesAloneGiveTheFullStep) {
                   "seq_len": 2048})"},
       {kDense, R"({"dp": 8, "tp": 2, "cp": 2, "pp": 2, "zero": 1, "global_batch": 16, "seq_len": 4096})"},
       {kDense, R"({"dp": 8, "tp": 2, "cp": 4, "zero": 3, "global_batch": 8, "seq_len": 8192})"},
-      {kMoe, R"({"dp": 16, "tp": 4, "ep": 8, "zero": 1, "sequence_parallel": true, "global_batch": 16,
-                "seq_len": 2048})"},
+      {kMoe, R"({"dp": 16, "tp": 4, "ep": 8, "expert_tp": 4, "zero": 1, "sequence_parallel": true,
+                "global_batch": 16, "seq_len": 2048})"},
       // Tensor-parallel communication overlap: userbuffers' ring exchange
       // sends between ranks; rank 0's send stands for every rank's, and the
       // one that reaches rank 0 (rank tp-1's) is its image.
       {kDense, R"({"dp": 8, "tp": 8, "zero": 1, "sequence_parallel": true, "tp_comm_overlap": true,
                   "global_batch": 16, "seq_len": 2048})"},
-      {kMoe, R"({"dp": 8, "tp": 4, "cp": 2, "ep": 8, "zero": 1, "sequence_parallel": true, "tp_comm_overlap": true,
-                "global_batch": 16, "seq_len": 4096})"}};
+      {kMoe, R"({"dp": 8, "tp": 4, "cp": 2, "ep": 8, "expert_tp": 4, "zero": 1, "sequence_parallel": true,
+                "tp_comm_overlap": true, "global_batch": 16, "seq_len": 4096})"}};
   // Two tiers, and three with pods of whole units (every rail of a unit
   // crosses the pod's links alike: a rank-0 flow counts tp times there).
   const std::string pods = R"(, "tiers": 3, "leaves_per_pod": 8)";

@@ -134,7 +134,7 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
   // Hybrid FSDP shards within its group only.
   const int64_t group = p.zero == 3 && p.fsdp_shard_size > 0 ? p.fsdp_shard_size : p.dp;
   const int64_t shards = group * p.cp;
-  const int64_t expert_shards = p.dp * p.cp / p.ep;
+  const int64_t expert_shards = detail::expert_replicas(p);
   const bool fsdp = p.zero == 3 && shards > 1;
   auto shard_n = [](int64_t x, bool sharded, int64_t n) { return sharded ? (x + n - 1) / n : x; };
   // Bytes of a state held `bytes` wide per parameter, sharded when `sharded`.

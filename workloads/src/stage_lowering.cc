@@ -239,7 +239,7 @@ void StageLowering::reduce_unit(int64_t u, OpId wgrad, bool last_microbatch) {
                Pass::kBackward, unit_params(u) / fsdp_shards_ * dtype_bytes(p_.grad_reduce_dtype), p_.grad_reduce_dtype,
                {b_.last(kReduce)});
   }
-  reduce_group(expert_, unit_expert_params(u), kExpertDpAxis, expert_shards_, u, wgrad, last_microbatch);
+  reduce_group(expert_, unit_expert_params(u), expert_axes_, expert_shards_, u, wgrad, last_microbatch);
 }
 void StageLowering::reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_t replicas, int64_t u, OpId wgrad,
                                  bool last_microbatch) {
@@ -290,7 +290,7 @@ void StageLowering::flush(Bucket& b, uint8_t axes) {
 }
 void StageLowering::flush_bucket() {
   flush(dense_, kDpAxis);
-  flush(expert_, kExpertDpAxis);
+  flush(expert_, expert_axes_);
 }
 
 /// Adam with master weights, first and second moments (fp32 by default):
@@ -330,7 +330,7 @@ void StageLowering::optimizer() {
   o.bytes_written = Bytes(params * (state + 2));
   const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
   if (!sharded || fsdp_ || p_.overlap_param_gather) return;
-  for (const auto& [bucket, axes] : {std::pair{&dense_, kDpAxis}, std::pair{&expert_, kExpertDpAxis}}) {
+  for (const auto& [bucket, axes] : {std::pair{&dense_, kDpAxis}, std::pair{&expert_, expert_axes_}}) {
     for (int64_t params_in_bucket : bucket->flushed) {
       collective(CollectiveKind::kAllGather, axes, kGather, "param all-gather", -1, Pass::kOptimizer,
                  params_in_bucket * param_gather_bytes(), param_gather_dtype(), {adam});
@@ -356,7 +356,7 @@ void StageLowering::gather_params_at_start() {
                       bucket_params * param_gather_bytes(), param_gather_dtype(), {});
     }
     if (bucket_experts > 0 && expert_shards_ > 1) {
-      op = collective(CollectiveKind::kAllGather, kExpertDpAxis, kGather, "param all-gather", -1, Pass::kForward,
+      op = collective(CollectiveKind::kAllGather, expert_axes_, kGather, "param all-gather", -1, Pass::kForward,
                       bucket_experts * param_gather_bytes(), param_gather_dtype(), {});
     }
     for (size_t u : waiting) param_gather_[u] = op;

@@ -29,8 +29,24 @@ inline constexpr uint8_t kDpAxis =
 // Hybrid FSDP shards over its group (ds, and cp) and replicates over dp.
 inline constexpr uint8_t kShardGroupAxis = axis_bit(MeshAxis::kDs) | axis_bit(MeshAxis::kCp);
 inline constexpr uint8_t kReplicaAxis = axis_bit(MeshAxis::kDp);
-// Experts are replicated only over the data-parallel ranks outside ep.
+// Experts are replicated over the data-parallel ranks outside ep, and over
+// tp where they are not split over it (expert_replica_axes).
 inline constexpr uint8_t kExpertDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(MeshAxis::kCp);
+
+/// The mesh axes over which a plan's experts are replicated: dp and cp
+/// outside ep, and tp when expert_tp is 1 under tp > 1 (each tp rank routes
+/// its own tokens to whole experts, which every tp rank of an ep position
+/// holds). Megatron-Core's parallel folding gives the same count: the expert
+/// data-parallel size is world / (expert_tp · ep · pp)
+/// (megatron/core/parallel_state.py, initialize_model_parallel).
+inline uint8_t expert_replica_axes(const Plan& p) {
+  return p.expert_tp == 1 && p.tp > 1 ? static_cast<uint8_t>(kExpertDpAxis | kTpAxis) : kExpertDpAxis;
+}
+/// How many replicas of each expert parameter there are (the shards ZeRO
+/// splits expert states into).
+inline int64_t expert_replicas(const Plan& p) {
+  return p.dp * p.cp / p.ep * (p.expert_tp == 1 ? p.tp : 1);
+}
 inline constexpr uint8_t kEpAxis = axis_bit(MeshAxis::kEp);
 inline constexpr StreamId kEpS = TrainStreams::kEp;
 inline constexpr int64_t kAct = 2;  // activation bytes (bf16)
@@ -119,7 +135,8 @@ class StageLowering {
     chunks_ = p_.chunks();
     v_chunks_ = p_.virtual_stages;
     shards_ = p_.dp * p_.cp;
-    expert_shards_ = shards_ / p_.ep;
+    expert_shards_ = expert_replicas(p_);
+    expert_axes_ = expert_replica_axes(p_);
     const int64_t group = p_.fsdp_shard_size > 0 ? p_.fsdp_shard_size : p_.dp;
     replicas_ = p_.dp / group;
     fsdp_axes_ = replicas_ > 1 ? kShardGroupAxis : kDpAxis;
@@ -398,7 +415,7 @@ class StageLowering {
                         n * param_gather_bytes(), param_gather_dtype(), {done == 0 ? after : kNone});
     }
     if (unit_expert_params(unit) > 0 && expert_shards_ > 1) {
-      last = collective(CollectiveKind::kAllGather, kExpertDpAxis, kGather, "fsdp expert all-gather", unit_layer(unit),
+      last = collective(CollectiveKind::kAllGather, expert_axes_, kGather, "fsdp expert all-gather", unit_layer(unit),
                         pass, unit_expert_params(unit) * param_gather_bytes(), param_gather_dtype(), {after});
     }
     // The unit's gathered parameters live until its forward (or backward)
@@ -657,8 +674,9 @@ class StageLowering {
   int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_;
   int64_t chunks_ = 1;
   int64_t cp_ = 1;
-  int64_t shards_ = 1;         // data-parallel replicas of the dense parameters: dp·cp
-  int64_t expert_shards_ = 1;  // replicas of the expert parameters: dp·cp / ep
+  int64_t shards_ = 1;                   // data-parallel replicas of the dense parameters: dp·cp
+  int64_t expert_shards_ = 1;            // replicas of the expert parameters: expert_replicas()
+  uint8_t expert_axes_ = kExpertDpAxis;  // the axes they are replicated over
   int64_t local_experts_ = 0, moe_dense_params_ = 0, moe_expert_params_ = 0;
   int64_t replicas_ = 1;     // hybrid FSDP replicas (1: plain FSDP)
   uint8_t fsdp_axes_ = 0;    // where FSDP gathers and reduce-scatters
