@@ -121,6 +121,7 @@ Plan off_default_plan(bool hybrid) {
   p.fsdp_keep_root = true;
   p.fp8_weight_cache = true;
   p.low_precision_saved_inputs = true;
+  p.fp8_casts_fused = true;
   p.master_weights_dtype = DType::kBf16;
   p.optimizer_state_dtype = DType::kBf16;
   p.grad_bucket_bytes = 1 << 20;

@@ -534,6 +534,16 @@ TEST(StackMechanisms, Fp8QuantisationBytesPerRecipeMatchTheClosedForms) {
   const Program tp8 = stage0(testing::scenario(fp8_scenario("tensorwise", R"(, "fp8_param_gather": true)")));
   EXPECT_EQ(quantize_bytes(tp8, 1, Pass::kForward).first, 5 * X);
   EXPECT_EQ(quantize_bytes(tp8, 1, Pass::kBackward).first, 5 * Y + 3 * X);
+  // XLA's fusion (fp8_casts_fused, MaxText's default): every producer
+  // writes its fp8 copy (1 B an element); attention's output, made by a
+  // library call, and the weights are converted by a pass of their own
+  // (read 2, write 1); each output gradient's fusion writes its fp8 copy.
+  const int64_t attn_out = T * a * d;
+  const Program xla = stage0(testing::scenario(fp8_scenario("delayed", R"(, "fp8_casts_fused": true)")));
+  EXPECT_EQ(quantize_bytes(xla, 0, Pass::kForward).first, X + 2 * attn_out + 3 * W);
+  EXPECT_EQ(quantize_bytes(xla, 1, Pass::kForward), std::make_pair(X + 2 * attn_out, 4));
+  EXPECT_EQ(quantize_bytes(xla, 1, Pass::kBackward), std::make_pair(Y, 4));
+  EXPECT_TRUE(testing::scenario(fp8_scenario("delayed", R"(, "framework": "maxtext")")).plan.fp8_casts_fused);
   // bf16 runs none.
   const Program bf16 = stage0(testing::scenario(fp8_scenario(nullptr)));
   EXPECT_TRUE(named(bf16, "fp8 quantize").empty());

@@ -267,6 +267,7 @@ Plan framework_defaults(Framework f) {
       p.attention_kernel = AttentionKernel::kCudnn;
       p.loss_kernel = Plan::LossKernel::kXla;
       p.fsdp_params_are_master = true;  // weight_dtype float32, cast to dtype bf16 in the layers
+      p.fp8_casts_fused = true;         // XLA fuses flax's fp8 quantisation into the producers
       break;
     case Framework::kDeepspeed:
       // Megatron-DeepSpeed of 2021-2022 runs Megatron-LM's model code of the

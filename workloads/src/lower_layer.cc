@@ -331,6 +331,9 @@ StageLowering::LinearShape StageLowering::linear_shape(Node n) const {
 //   delayed (TE, fp8 weights cast once per step or gathered in fp8): the
 //     input's cast where no norm kernel writes fp8 for it (4 B an element:
 //     an amax pass and a cast), the weight's on the first microbatch (4 B);
+//     fused by XLA (fp8_casts_fused): the fp8 copy written by the producer
+//     (q B), a pass of its own (2 + q) for the attention output, the
+//     dispatched tokens and the weight;
 //   tensorwise (current scaling): an amax pass and a cast, 5 B per element
 //     of the input and the weight;
 //   rowwise, rowwise_gw_hp, mxfp8, blockwise (scales computed in the cast
@@ -338,7 +341,8 @@ StageLowering::LinearShape StageLowering::linear_shape(Node n) const {
 //   nvfp4 (torchao's NVFP4Linear, TE's NVFP4BlockScaling): the input and the
 //     weight each quantised once into both orientations, the column-wise
 //     one through a 16x16 random Hadamard transform (2 + 2q each).
-// Backward: delayed casts the output gradient (4 B); tensorwise the output
+// Backward: delayed casts the output gradient (4 B; fused: q B written);
+// tensorwise the output
 // gradient (5 B), the input and the weight transposed (3 B each); the
 // per-block fp8 recipes cast the output gradient twice (row- and column-wise
 // blocks for dgrad and wgrad) and the input and the weight again in the
@@ -356,6 +360,20 @@ std::vector<OpId> StageLowering::fp8_forward_casts(Node n, int32_t L, Pass pass,
   double read = 0, written = 0;  // bytes
   switch (p_.fp8_recipe) {
     case R::kDelayed: {
+      if (p_.fp8_casts_fused) {
+        // XLA (Plan::fp8_casts_fused): the producer's fusion writes the fp8
+        // copy; the attention kernel's output and the dispatched tokens
+        // (a library call, a collective) and the gathered weights are
+        // converted by a fusion of their own.
+        const bool own_pass = n == Node::kProj || n == Node::kEUp;
+        read = own_pass ? 2 * in : 0;
+        written = q * in;
+        if (mb_ == 0 && pass == Pass::kForward && !p_.fp8_param_gather) {
+          read += 2 * w;
+          written += q * w;
+        }
+        break;
+      }
       double b = 0;
       if (!s.norm_fed) b += 4 * in;
       if (mb_ == 0 && pass == Pass::kForward && !p_.fp8_param_gather) b += 4 * w;
@@ -394,6 +412,10 @@ OpId StageLowering::fp8_backward_casts(Node n, int32_t L, OpId dep) {
   double bytes = 0, read = 0, written = 0;
   switch (p_.fp8_recipe) {
     case R::kDelayed:
+      if (p_.fp8_casts_fused) {
+        written = q * out;  // fused into the fusion that makes the gradient
+        break;
+      }
       bytes = 4 * out;
       break;
     case R::kTensorwise:

@@ -251,6 +251,7 @@ std::vector<PlanField> make_fields() {
   f.push_back(boolean("fsdp_keep_root", train, &P::fsdp_keep_root));
   f.push_back(boolean("fp8_weight_cache", train, &P::fp8_weight_cache));
   f.push_back(boolean("low_precision_saved_inputs", train, &P::low_precision_saved_inputs));
+  f.push_back(boolean("fp8_casts_fused", train, &P::fp8_casts_fused));
   f.push_back(choice("master_weights_dtype", train, &P::master_weights_dtype, {DType::kFp32, DType::kBf16}));
   f.push_back(choice("optimizer_state_dtype", train, &P::optimizer_state_dtype, {DType::kFp32, DType::kBf16}));
   f.push_back(choice("master_copy", train, &P::master_copy,

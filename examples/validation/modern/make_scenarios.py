@@ -1535,6 +1535,9 @@ def build_dgxc_maxtext(row):
                                   f"Fp8DotGeneralOp, {mx('02a8f5c19', 'MaxText/layers/quantizations.py', '192-200')})")
         knobs["fp8_recipe"] = K("delayed", "flax Fp8DotGeneralOp: delayed scaling, amax history 1024, e4m3 / e5m2 "
                                 "(notes/jax.md section 1.4)")
+        knobs["fp8_casts_fused"] = K(True, "XLA fuses flax's quantise ops into the producers' fusions and folds the "
+                                     "scales into cuBLASLt fp8 GEMMs (openxla/xla xla/service/gpu/transforms/"
+                                     "gemm_rewriter.cc); shardsim's maxtext default", "default")
     apply_knobs(plan, knobs)
     image = "ghcr.io/nvidia/jax:maxtext-2024-12-09" if c == "35a9aec" else "nvcr.io/nvidia/jax:25.01-maxtext-py3"
     extra = [f"DGXC {row['release'][5:]}; MaxText inside {image}, "
@@ -1598,6 +1601,9 @@ def build_dgxc_paxml(row):
         knobs["matmul_dtype"] = K("fp8", dg(c, cfg, "42-44") + " (ENABLE_FP8=1: TE fp8_autocast)")
         knobs["fp8_recipe"] = K("delayed", "JAX-Toolbox@dbac0a72 patches/paxml/PR-46.patch te_helper.py "
                                 "(DelayedScaling HYBRID, amax history 1024)")
+        knobs["fp8_casts_fused"] = K(False, "Transformer Engine's JAX layers (ENABLE_TE=1) quantise in their own "
+                                     "cast / cast-transpose kernels, not in XLA fusions (TransformerEngine v1.4 "
+                                     "transformer_engine/jax/flax/module.py)", "default")
     apply_knobs(plan, knobs)
     extra = ["container ghcr.io/nvidia/jax:pax-2024-03-04 (paxml 4a6bf20 + JAX-Toolbox patches); the row's 'paxml "
              "24.11' is the DGXC version, not Pax's (notes/jax.md section 5.4)",

@@ -208,6 +208,18 @@ struct Plan {
   /// (false). A tensor another backward also reads in bf16 (attention's
   /// output, which flash attention's backward needs) is kept twice.
   bool low_precision_saved_inputs = false;
+  /// Delayed-scaling fp8 quantisation is fused into the kernels that
+  /// produce the quantised tensors, as XLA compiles flax's Fp8DotGeneralOp
+  /// (MaxText): the convert and the amax reduction join the producer's loop
+  /// fusion, which writes the fp8 copy (1 byte an element) with no pass of
+  /// its own, and XLA's GEMM rewriter folds the scales into the cuBLASLt fp8
+  /// GEMM (openxla/xla gemm_rewriter.cc, __cublas$lt$matmul$f8). Tensors
+  /// made by a library call or a collective (the attention kernel's output,
+  /// dispatched tokens, gathered weights) are still cast by a fusion of
+  /// their own (read 2, write 1). false: Transformer Engine's separate cast
+  /// and cast-transpose kernels (its norms write fp8 themselves). Other
+  /// recipes keep their kernels.
+  bool fp8_casts_fused = false;
   /// Precision of the optimizer copies, fp32 by default (Micikevicius et al.
   /// 2018, mixed precision): master weights and the two Adam moments.
   DType master_weights_dtype = DType::kFp32;
