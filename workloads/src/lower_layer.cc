@@ -342,12 +342,11 @@ StageLowering::LinearShape StageLowering::linear_shape(Node n) const {
 //     weight each quantised once into both orientations, the column-wise
 //     one through a 16x16 random Hadamard transform (2 + 2q each).
 // Backward: delayed casts the output gradient (4 B; fused: q B written);
-// tensorwise the output
-// gradient (5 B), the input and the weight transposed (3 B each); the
-// per-block fp8 recipes cast the output gradient twice (row- and column-wise
-// blocks for dgrad and wgrad) and the input and the weight again in the
-// other orientation; nvfp4 the output gradient into both orientations
-// (2 + 2q), its operands saved from the forward (torchao
+// tensorwise the output gradient (5 B), the input and the weight
+// transposed (3 B each); the per-block fp8 recipes cast the output gradient
+// twice (row- and column-wise blocks for dgrad and wgrad) and the input and
+// the weight again in the other orientation; nvfp4 the output gradient into
+// both orientations (2 + 2q), its operands saved from the forward (torchao
 // prototype/moe_training/nvfp4_training/nvfp4_linear.py:194-236);
 // rowwise_gw_hp only the output gradient and the weight. The Hadamard
 // transform and stochastic rounding are taken as free beside the bytes.
@@ -365,7 +364,8 @@ std::vector<OpId> StageLowering::fp8_forward_casts(Node n, int32_t L, Pass pass,
         // copy; the attention kernel's output and the dispatched tokens
         // (a library call, a collective) and the gathered weights are
         // converted by a fusion of their own.
-        const bool own_pass = n == Node::kProj || n == Node::kEUp;
+        const bool dispatched = n == Node::kEUp && (p_.ep > 1 || p_.expert_tp > 1);
+        const bool own_pass = n == Node::kProj || dispatched;
         read = own_pass ? 2 * in : 0;
         written = q * in;
         if (mb_ == 0 && pass == Pass::kForward && !p_.fp8_param_gather) {

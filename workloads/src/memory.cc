@@ -5,8 +5,9 @@
 // gradients at grad_reduce_dtype (4 B for fp32 main grads), and master
 // weight, first and second moment (12 B per parameter in fp32; the plan can
 // hold them in bf16, and Apex's distributed optimizer keeps only a 2 B
-// remainder of the fp32 master, or none: Plan::master_copy). ZeRO-1 shards the optimizer state over dp, ZeRO-2 the
-// gradients too, ZeRO-3 (FSDP) the weights as well.
+// remainder of the fp32 master, or none: Plan::master_copy). ZeRO-1 shards
+// the optimizer state over dp, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
+// weights as well.
 //
 // Activations come from the lowered program: every forward op is a node of
 // its layer's graph (layer_graph.h), the recomputation policy decides which
