@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Blackwell GEMM rates from a published sustained cuBLAS sweep (docs/model.md, "Blackwell").
 
-    python3 bench/fit_published_sweep.py
+    python3 bench/fit_published_sweep.py [--check PRESETS_DIR]
+
+With --check, exits 1 unless presets/chips/b200.json and gb200.json hold the fitted values (CTest
+`presets.blackwell_sweep_fit`).
 
 No sustained Blackwell GEMM curve was measured by this project. The one published K sweep of a
 B200 (tmoreau89/triton python/triton_cublas_bench/RESULTS.md, 2025-10-10, CUDA 13.0 / cuBLAS 13.0,
@@ -30,9 +33,35 @@ FP8 = [(128, 647), (256, 1102), (384, 1521), (512, 1950), (640, 2300), (768, 260
 PEAK_BF16, PEAK_FP8 = 2250.0, 4500.0  # B200 dense, TFLOP/s (presets/chips/b200.json)
 WAVES = 2048 / 148 / 14
 FP8_EFFICIENCY = 0.763  # presets/chips/b200.json fp8_matmul_efficiency
+# GB200 over B200 in the same torch.mm shape search, bf16 TFLOP/s (stas00/ml-engineering@744d01e
+# compute/accelerator/README.md): the higher power limit's burst rate.
+GB200_BURST, B200_BURST, PEAK_GB200 = 1822.0, 1745.0, 2500.0
+
+
+def check(presets, e, k0):
+    """The presets' bf16 rates against the fit, to the digits the presets keep."""
+    import json
+    b200 = json.load(open(os.path.join(presets, "b200.json")))
+    gb200 = json.load(open(os.path.join(presets, "gb200.json")))
+    want = {
+        ("b200", "matmul_efficiency"): round(e, 3),
+        ("b200", "matmul_k_overhead"): round(k0),
+        ("gb200", "matmul_efficiency"): round(e * PEAK_BF16 * GB200_BURST / B200_BURST / PEAK_GB200, 3),
+        ("gb200", "matmul_k_overhead"): round(k0),
+    }
+    bad = [f"{c}.{f}: preset {p[f]}, fit {v}" for (c, f), v in want.items()
+           for p in [b200 if c == "b200" else gb200] if p.get(f) != v]
+    for line in bad:
+        print("mismatch:", line)
+    return not bad
 
 
 def main():
+    presets = None
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        presets = sys.argv[2]
+    elif len(sys.argv) != 1:
+        sys.exit("usage: fit_published_sweep.py [--check PRESETS_DIR]")
     print("B200 cuBLAS, M = N = 8192 (tmoreau89/triton RESULTS.md)")
     chosen = None
     for lo in (384, 512, 768):
@@ -49,6 +78,11 @@ def main():
     for k, r in FP8:
         model = PEAK_FP8 * FP8_EFFICIENCY * WAVES * k / (k + 2 * k0)
         print(f"  K = {k:5d}: measured {r:6.0f}, model {model:6.0f} TFLOP/s ({100 * (model / r - 1):+.0f} %)")
+    gb = a * PEAK_BF16 * GB200_BURST / B200_BURST / PEAK_GB200
+    print(f"gb200: matmul_efficiency = {gb:.3f} ({a * PEAK_BF16:.0f} x {GB200_BURST:.0f} / {B200_BURST:.0f} "
+          f"TFLOP/s of {PEAK_GB200:.0f}), matmul_k_overhead = {k0:.0f}")
+    if presets is not None and not check(presets, a, k0):
+        sys.exit(1)
 
 
 if __name__ == "__main__":
