@@ -49,8 +49,18 @@ inline LossBytes loss_bytes(Plan::LossKernel k) {
       // output (the logits) referenced through the backward.
       return {2, true, 2, 0, 2 + 2};
     case Plan::LossKernel::kXla:
-      // The fp32 logits are the residual; the backward fusion writes bf16.
-      return {4, true, 0, 0, 2};
+      // MaxText's cross_entropy_with_logits (max_utils.py) casts the bf16
+      // logits to fp32 (cast_logits_to_fp32) and its custom VJP keeps the
+      // fp32 logits and exp(logits - max) for the backward; praxis's
+      // log_softmax keeps the same through autodiff. XLA materialises
+      // neither: a widening convert is always duplicated into its consumers
+      // (xla/service/instruction_fusion.cc, IsAlwaysDuplicable) and an fp32
+      // exp is cheap on GPUs (GpuInstructionFusion::IsExpensive), so the
+      // forward's reductions and the backward's fusion each recompute them
+      // from the GEMM's bf16 output, which is what stays alive; the backward
+      // fusion writes the bf16 gradient. The TPU backend is not public: the
+      // same fusion is assumed there.
+      return {2, true, 0, 0, 2};
   }
   return {};
 }
