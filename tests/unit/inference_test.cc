@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string_view>
 
 #include "shardsim/app/step.h"
 #include "shardsim/workloads/lower.h"
@@ -94,6 +95,40 @@ TEST(Inference, TensorParallelDecodeIsBoundedByTheShardsBytes) {
                   decode_kernel_s(s.model, s.cluster.chip),
               0.05 * run.report.breakdown.compute_s);
   EXPECT_GT(run.report.breakdown.exposed_comm_s, 0.0);  // 160 all-reduces on the critical path
+}
+
+// A mixture-of-experts decode step makes the passes of every MoE kernel
+// around its experts, per layer: top-k over the router's logits, the
+// permutation of each token's k copies into per-expert rows (reads T·h,
+// writes T·k·h) and the weighted un-permutation (reads T·k·h and the k
+// weights, writes T·h), in bf16 and over the whole batch on every tp rank
+// (TensorRT-LLM's expandInputRows and finalizeMoeRouting kernels).
+TEST(Inference, MoeDecodePermutesEveryTokensCopiesOnEveryTpRank) {
+  const Scenario s = testing::scenario(
+      R"({"model": "mixtral-8x7b", "cluster": {"chip": "h200-sxm", "devices": 2, "fabric": {"kind":
+      "nvswitch_fat_tree", "gpus_per_node": 2}}, "plan": {"phase": "decode", "tp": 2, "batch": 256,
+      "context_tokens": 1024}})");
+  const int64_t T = 256, h = s.model.hidden, k = s.model.moe.top_k;
+  const ProgramSet ps = lower_inference_step(s);
+  int permutes = 0, unpermutes = 0, topks = 0;
+  const Program& p = ps.stages[0];
+  for (const Op& o : p.ops()) {
+    const std::string_view name = p.name(o);
+    if (name == "moe permute") {
+      ++permutes;
+      EXPECT_EQ(o.bytes_read.value(), T * h * 2);
+      EXPECT_EQ(o.bytes_written.value(), T * k * h * 2);
+    } else if (name == "moe unpermute") {
+      ++unpermutes;
+      EXPECT_EQ(o.bytes_read.value(), T * k * h * 2 + T * k * 4);
+      EXPECT_EQ(o.bytes_written.value(), T * h * 2);
+    } else if (name == "router top-k") {
+      ++topks;
+    }
+  }
+  EXPECT_EQ(permutes, s.model.layers);
+  EXPECT_EQ(unpermutes, s.model.layers);
+  EXPECT_EQ(topks, s.model.layers);
 }
 
 // A long prefill is compute-bound: never faster than its FLOPs at peak, and

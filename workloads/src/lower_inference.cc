@@ -204,14 +204,22 @@ class InferenceLowering {
 
   /// Routed experts as one grouped matmul per projection over the local
   /// experts some token reaches; shared experts as a dense SwiGLU MLP split
-  /// over tp like a dense one.
+  /// over tp like a dense one. Around the experts, the passes every MoE
+  /// kernel makes, as in training (lower_moe.cc): the router's top-k, the
+  /// permutation of each token's k copies into per-expert rows and the
+  /// weighted un-permutation that sums them back (TensorRT-LLM's
+  /// expandInputRows and finalizeMoeRouting kernels, vLLM's moe_align and
+  /// moe_sum).
   OpId moe(int32_t L, OpId x) {
     const int64_t E = m_.moe.experts, k = m_.moe.top_k, fe = m_.moe.expert_ffn_hidden;
     const int64_t local = E / p_.ep;
+    const int64_t slots = T_ * k;
     x = matmul("router", L, T_, E, h_, {x});
+    x = mem(ComputeKind::kSoftmax, "router top-k", L, T_ * E * kAct, T_ * k * 8, 4.0 * static_cast<double>(T_ * E),
+            {x});
+    x = mem(ComputeKind::kElementwise, "moe permute", L, T_ * h_ * kAct, slots * h_ * kAct, 0, {x});
     // Tokens arriving at this device: its share of the ep group's routed
     // slots; experts touched: the expectation under uniform routing.
-    const int64_t slots = T_ * k;
     const double group_slots = static_cast<double>(slots * p_.ep);
     const double touched_frac = 1.0 - std::pow(1.0 - 1.0 / static_cast<double>(E), group_slots);
     const auto touched = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(touched_frac * local)));
@@ -224,6 +232,8 @@ class InferenceLowering {
             4.0 * static_cast<double>(slots * fe_t), {y});
     y = matmul("experts down", L, rows, h_, fe_t, {y}, 1.0, touched, touched);
     if (p_.ep > 1) y = all_to_all("moe combine", L, slots * h_ * kAct, y);
+    y = mem(ComputeKind::kElementwise, "moe unpermute", L, slots * h_ * kAct + T_ * k * 4, T_ * h_ * kAct,
+            static_cast<double>(slots * h_), {y});
     if (m_.moe.shared_experts > 0) {
       const int64_t fs = m_.moe.shared_experts * fe / t_;
       y = matmul("shared up", L, T_, 2 * fs, h_, {y});
