@@ -1,59 +1,81 @@
 #!/usr/bin/env python3
-"""Blackwell GEMM rates from a published sustained cuBLAS sweep (docs/model.md, "Blackwell").
+"""Blackwell GEMM rates from published sustained cuBLAS measurements (docs/model.md, "Blackwell").
 
     python3 bench/fit_published_sweep.py [--check PRESETS_DIR]
 
 With --check, exits 1 unless presets/chips/b200.json and gb200.json hold the fitted values (CTest
 `presets.blackwell_sweep_fit`).
 
-No sustained Blackwell GEMM curve was measured by this project. The one published K sweep of a
-B200 (tmoreau89/triton python/triton_cublas_bench/RESULTS.md, 2025-10-10, CUDA 13.0 / cuBLAS 13.0,
-cuBLASLt with its heuristic's best algorithm, M = N = 8192, triton.testing.do_bench after 10k
-warm-up iterations, so at the power-limited clock) is fitted here to the preset's form
+No Blackwell GEMM curve was measured by this project. Two published B200 measurements time
+cuBLAS over runs long enough to reach the power-limited clock:
 
-    rate(K) = peak · E · waves · K / (K + K0)       (sim/src/compute_model.cc)
+- a K sweep at M = N = 8192, K = 128..1024 (tmoreau89/triton python/triton_cublas_bench/RESULTS.md,
+  2025-10-10, CUDA 13.0 / cuBLAS 13.0, cuBLASLt's heuristic's best algorithm,
+  triton.testing.do_bench after 10k warm-up iterations), the "Prod cuBLAS" columns;
+- square GEMMs 1024^3..8192^3 in bf16 and in NVFP4 through torch._scaled_mm (pytorch/ao PR #2427,
+  2025-06-23, benchmarks/float8/bench_matmul.py --recipe nvfp4 on a B200: normal operands,
+  torch.utils.benchmark's blocked_autorange, at least 0.2 s per point).
 
-with waves = 2048 tiles of 128 x 256 over 148 SMs = 13.84 / 14, by least squares in log rate, over
-K >= 512: below that the tile loop is too short for the form (K = 128..384 run 6-32 % under it).
-The sweep stops at K = 1024, so E is an extrapolation; the script prints how the fit moves with
-the range. fp8 is checked, not fitted: the preset keeps the fp8 shape-search figure and the code's
-rule that a tile's fixed time is the same at twice the rate (K0 fp8 elements = 2 K0).
+bf16: E and K0 of the preset's form (sim/src/compute_model.cc)
+
+    rate(M, N, K) = peak · E · waves(M, N) · K / (K + K0)
+
+with waves = tiles of 128 x 256 over 148 SMs / (whole waves x 148), are fitted by least squares in
+log rate to both sets together: the sweep over K >= 512 (below, the tile loop is too short for the
+form: K = 128..384 run far under it) and the squares from 3072^3 (smaller ones are launch-bound).
+The sweep alone pins the K dependence but stops at K = 1024; the squares pin the rate at large K.
+NVFP4: fp4_matmul_efficiency fitted the same way to the NVFP4 squares from 4096^3, with the code's
+rule that a tile's fixed time is the same at the format's rate (K0 fp4 elements = 4 K0). fp8 is
+checked, not fitted: the preset keeps the shape search's fp8 figure (K0 fp8 elements = 2 K0).
+GB200 has no such measurement: its rates are B200's scaled by the two chips' burst bf16 rates in
+one shape search (stas00/ml-engineering@744d01e compute/accelerator/README.md: 1822 / 1745 TFLOP/s,
+GB200's higher power limit), over GB200's peaks; K0 is B200's (same silicon).
 """
+import json
+import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fit_gpu_rates import fit  # noqa: E402
 
-# (K, TFLOP/s), the "Prod cuBLAS" columns.
-FP16 = [(128, 493), (256, 845), (384, 1073), (512, 1222), (640, 1313), (768, 1342), (896, 1373),
-        (1024, 1389)]
-FP8 = [(128, 647), (256, 1102), (384, 1521), (512, 1950), (640, 2300), (768, 2608), (896, 2730),
-       (1024, 2770)]
-PEAK_BF16, PEAK_FP8 = 2250.0, 4500.0  # B200 dense, TFLOP/s (presets/chips/b200.json)
-WAVES = 2048 / 148 / 14
-FP8_EFFICIENCY = 0.763  # presets/chips/b200.json fp8_matmul_efficiency
-# GB200 over B200 in the same torch.mm shape search, bf16 TFLOP/s (stas00/ml-engineering@744d01e
-# compute/accelerator/README.md): the higher power limit's burst rate.
-GB200_BURST, B200_BURST, PEAK_GB200 = 1822.0, 1745.0, 2500.0
+SMS, TILE_M, TILE_N = 148, 128, 256
+PEAK = {"bf16": 2250.0, "fp8": 4500.0, "fp4": 9000.0}  # B200 dense, TFLOP/s (presets/chips/b200.json)
+PEAK_GB200 = {"bf16": 2500.0, "fp4": 10000.0}          # presets/chips/gb200.json
+GB200_BURST, B200_BURST = 1822.0, 1745.0
+FP8_EFFICIENCY = 0.763  # presets/chips/b200.json fp8_matmul_efficiency (shape search, kept)
+
+# (M, N, K, TFLOP/s)
+SWEEP_BF16 = [(8192, 8192, k, r) for k, r in [(128, 493), (256, 845), (384, 1073), (512, 1222), (640, 1313),
+                                               (768, 1342), (896, 1373), (1024, 1389)]]
+SWEEP_FP8 = [(8192, 8192, k, r) for k, r in [(128, 647), (256, 1102), (384, 1521), (512, 1950), (640, 2300),
+                                              (768, 2608), (896, 2730), (1024, 2770)]]
+SQUARES_BF16 = [(s, s, s, r) for s, r in [(1024, 423), (1536, 921), (2048, 1130), (3072, 1510), (4096, 1410),
+                                           (6144, 1450), (8192, 1420)]]
+SQUARES_FP4 = [(s, s, s, r) for s, r in [(1024, 366), (1536, 1080), (2048, 1680), (3072, 3510), (4096, 4460),
+                                          (6144, 5500), (8192, 5370)]]
 
 
-def check(presets, e, k0):
-    """The presets' bf16 rates against the fit, to the digits the presets keep."""
-    import json
-    b200 = json.load(open(os.path.join(presets, "b200.json")))
-    gb200 = json.load(open(os.path.join(presets, "gb200.json")))
-    want = {
-        ("b200", "matmul_efficiency"): round(e, 3),
-        ("b200", "matmul_k_overhead"): round(k0),
-        ("gb200", "matmul_efficiency"): round(e * PEAK_BF16 * GB200_BURST / B200_BURST / PEAK_GB200, 3),
-        ("gb200", "matmul_k_overhead"): round(k0),
-    }
-    bad = [f"{c}.{f}: preset {p[f]}, fit {v}" for (c, f), v in want.items()
-           for p in [b200 if c == "b200" else gb200] if p.get(f) != v]
-    for line in bad:
-        print("mismatch:", line)
-    return not bad
+def waves(m, n):
+    tiles = math.ceil(m / TILE_M) * math.ceil(n / TILE_N)
+    return tiles / (math.ceil(tiles / SMS) * SMS)
+
+
+def rate(m, n, k, e, k0, peak):
+    return peak * e * waves(m, n) * k / (k + k0)
+
+
+def fitted():
+    """bf16 E and K0 (both sets), NVFP4 E (its squares), as the presets keep them."""
+    pts = [p for p in SWEEP_BF16 if p[2] >= 512] + [p for p in SQUARES_BF16 if p[2] >= 3072]
+    # fit() takes (x, rate) and a shape(x, h); x indexes the points here.
+    e, k0, rms = fit([(i, p[3]) for i, p in enumerate(pts)],
+                     lambda i, h: rate(pts[i][0], pts[i][1], pts[i][2], 1.0, h, PEAK["bf16"]))
+    k0 = round(k0)
+    fp4 = [p for p in SQUARES_FP4 if p[2] >= 4096]
+    logs = [math.log(p[3] / rate(p[0], p[1], p[2], 1.0, 4 * k0, PEAK["fp4"])) for p in fp4]
+    e4 = math.exp(sum(logs) / len(logs))
+    return pts, fp4, round(e, 3), k0, rms, round(e4, 3)
 
 
 def main():
@@ -62,26 +84,46 @@ def main():
         presets = sys.argv[2]
     elif len(sys.argv) != 1:
         sys.exit("usage: fit_published_sweep.py [--check PRESETS_DIR]")
-    print("B200 cuBLAS, M = N = 8192 (tmoreau89/triton RESULTS.md)")
-    chosen = None
-    for lo in (384, 512, 768):
-        pts = [(k, r) for k, r in FP16 if k >= lo]
-        a, k0, rms = fit(pts, lambda k, h: PEAK_BF16 * WAVES * k / (k + h))
-        print(f"bf16, K >= {lo:4d}: E = {a:.3f}, K0 = {k0:.0f} (rms log error {rms:.3f}, {len(pts)} K)")
-        if lo == 512:
-            chosen = (a, k0)
-    a, k0 = chosen
-    print(f"preset: matmul_efficiency = {a:.3f}, matmul_k_overhead = {k0:.0f}")
-    for k, r in FP16:
-        print(f"  K = {k:5d}: measured {r:6.0f}, fit {PEAK_BF16 * a * WAVES * k / (k + k0):6.0f} TFLOP/s")
-    print(f"fp8 check (fp8_matmul_efficiency {FP8_EFFICIENCY}, K0 = {2 * k0:.0f} fp8 elements):")
-    for k, r in FP8:
-        model = PEAK_FP8 * FP8_EFFICIENCY * WAVES * k / (k + 2 * k0)
-        print(f"  K = {k:5d}: measured {r:6.0f}, model {model:6.0f} TFLOP/s ({100 * (model / r - 1):+.0f} %)")
-    gb = a * PEAK_BF16 * GB200_BURST / B200_BURST / PEAK_GB200
-    print(f"gb200: matmul_efficiency = {gb:.3f} ({a * PEAK_BF16:.0f} x {GB200_BURST:.0f} / {B200_BURST:.0f} "
-          f"TFLOP/s of {PEAK_GB200:.0f}), matmul_k_overhead = {k0:.0f}")
-    if presets is not None and not check(presets, a, k0):
+    pts, fp4, e, k0, rms, e4 = fitted()
+    print(f"B200 bf16: matmul_efficiency = {e:.3f}, matmul_k_overhead = {k0} "
+          f"(rms log error {rms:.3f} over {len(pts)} points)")
+    # Points outside the fitted ranges are listed without a model value: below
+    # one wave of tiles the compute model splits K, which this form omits.
+    for m, n, k, r in SWEEP_BF16 + SQUARES_BF16:
+        if (m, n, k, r) not in pts:
+            print(f"  {m:5d} x {n:5d} x {k:5d}: measured {r:5.0f} TFLOP/s (not fitted)")
+            continue
+        model = rate(m, n, k, e, k0, PEAK["bf16"])
+        print(f"  {m:5d} x {n:5d} x {k:5d}: measured {r:5.0f}, model {model:5.0f} TFLOP/s ({100 * (model / r - 1):+4.0f} %)")
+    print(f"B200 NVFP4: fp4_matmul_efficiency = {e4:.3f} (K0 = {4 * k0} fp4 elements)")
+    for m, n, k, r in SQUARES_FP4:
+        if (m, n, k, r) not in fp4:
+            print(f"  {m:5d}^3: measured {r:5.0f} TFLOP/s (not fitted)")
+            continue
+        model = rate(m, n, k, e4, 4 * k0, PEAK["fp4"])
+        print(f"  {m:5d}^3: measured {r:5.0f}, model {model:5.0f} TFLOP/s ({100 * (model / r - 1):+4.0f} %)")
+    print(f"B200 fp8 check (fp8_matmul_efficiency {FP8_EFFICIENCY}, K0 = {2 * k0} fp8 elements):")
+    for m, n, k, r in SWEEP_FP8:
+        model = rate(m, n, k, FP8_EFFICIENCY, 2 * k0, PEAK["fp8"])
+        print(f"  K = {k:5d}: measured {r:5.0f}, model {model:5.0f} TFLOP/s ({100 * (model / r - 1):+4.0f} %)")
+    ratio = GB200_BURST / B200_BURST
+    gb = round(e * PEAK["bf16"] * ratio / PEAK_GB200["bf16"], 3)
+    gb4 = round(e4 * PEAK["fp4"] * ratio / PEAK_GB200["fp4"], 3)
+    print(f"GB200: matmul_efficiency = {gb:.3f}, fp4_matmul_efficiency = {gb4:.3f}, matmul_k_overhead = {k0} "
+          f"(B200's rates x {GB200_BURST:.0f} / {B200_BURST:.0f})")
+    if presets is None:
+        return
+    want = {("b200", "matmul_efficiency"): e, ("b200", "matmul_k_overhead"): k0,
+            ("b200", "fp4_matmul_efficiency"): e4, ("gb200", "matmul_efficiency"): gb,
+            ("gb200", "matmul_k_overhead"): k0, ("gb200", "fp4_matmul_efficiency"): gb4}
+    bad = []
+    for (chip, field), value in want.items():
+        preset = json.load(open(os.path.join(presets, chip + ".json")))
+        if preset.get(field) != value:
+            bad.append(f"{chip}.{field}: preset {preset.get(field)}, fit {value}")
+    for line in bad:
+        print("mismatch:", line)
+    if bad:
         sys.exit(1)
 
 
