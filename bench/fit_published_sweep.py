@@ -24,7 +24,9 @@ with waves = tiles of 128 x 256 over 148 SMs / (whole waves x 148), are fitted b
 log rate to both sets together: the sweep over K >= 512 (below, the tile loop is too short for the
 form: K = 128..384 run far under it) and the squares from 3072^3 (smaller ones are launch-bound).
 The sweep alone pins the K dependence but stops at K = 1024; the squares pin the rate at large K.
-NVFP4: fp4_matmul_efficiency fitted the same way to the NVFP4 squares from 4096^3, with the code's
+NVFP4: fp4_matmul_efficiency fitted the same way to the NVFP4 squares from 4096^3 (the range was
+chosen on these GEMM points, not on validation rows: at 3072^3, 288 tiles, under two waves, the NVFP4
+kernel runs 30 % below the form, where bf16 is within 3 %), with the code's
 rule that a tile's fixed time is the same at the format's rate (K0 fp4 elements = 4 K0). fp8 is
 checked, not fitted: the preset keeps the shape search's fp8 figure (K0 fp8 elements = 2 K0).
 GB200 has no such measurement: its rates are B200's scaled by the two chips' burst bf16 rates in
