@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""A torchtitan Llama 3 8B step on one GPU, measured against the simulator (docs/model.md,
+"A torchtitan step on one GPU").
+
+    python3 bench/check_torchtitan_step.py SHARDSIM [--max-error 0.05] [MEASURED.json ...]
+
+MEASURED files are bench/torchtitan_step_probe.py's output (default: the committed
+bench/torchtitan_step-*.json). For each measured configuration the simulator runs the same work:
+examples/validation/modern/scenarios/r0529-llama3-8b-h100x8-bf16.json (torchtitan's defaults, local
+batch 1 of 8192 tokens, per-op selective checkpointing) on one device of the measured chip, with
+the run's compile and checkpointing. The probe runs forward and backward alone (no optimizer:
+FSDP shards it), so the prediction is the step time less the critical path's optimizer time; with
+one device there is no communication. Prints one line per configuration (measured, predicted,
+error) and the time by kind of kernel on each side: GEMMs, attention (FlashAttention-2 forward and
+backward kernels), the rest (norms, elementwise, loss, copies). With --max-error, exits 1 when a
+configuration's |error| exceeds it (CTest `validation.torchtitan_single_gpu`).
+
+This checks the per-device program and the chip presets together on hardware of this project's
+own measurement (a 700 W H100 80GB HBM3 and an H200, torch 2.11 / CUDA 13.0): not the libraries
+of the published runs, and not what FSDP across eight GPUs adds.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCENARIO = os.path.join(ROOT, "examples/validation/modern/scenarios/r0529-llama3-8b-h100x8-bf16.json")
+CHIPS = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200-sxm"}
+AC = {"op_sac": "op_sac", "none": "none", "full": "full"}
+
+
+def predict(shardsim, chip, compiled, ac):
+    sets = {"cluster.chip": chip, "cluster.devices": "1", "cluster.fabric.gpus_per_node": "1",
+            "plan.dp": "1", "plan.global_batch": "1", "plan.compile": "true" if compiled else "false",
+            "plan.recompute": AC[ac]}
+    cmd = [shardsim, "simulate", SCENARIO, "--json", "--no-timing"]
+    for k, v in sets.items():
+        cmd += ["--set", f"{k}={v}"]
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    cats = {c["category"]: c["s"] for c in out["critical_path"]["by_category_s"]}
+    step = out["step_time_s"] - cats.get("compute: optimizer", 0.0)
+    gemm = cats.get("compute: matmul", 0.0)
+    attention = cats.get("compute: attention", 0.0)
+    return step, {"gemm": gemm, "attention": attention, "rest": step - gemm - attention}
+
+
+def measured_parts(run):
+    c = run["profiled_kernel_s_by_category"]
+    gemm = c.get("gemm", 0.0)
+    attention = c.get("attention forward", 0.0) + c.get("attention backward", 0.0)
+    return {"gemm": gemm, "attention": attention, "rest": run["profiled_kernel_s_total"] - gemm - attention}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("shardsim")
+    ap.add_argument("measured", nargs="*")
+    ap.add_argument("--max-error", type=float)
+    a = ap.parse_args()
+    files = a.measured or sorted(glob.glob(os.path.join(ROOT, "bench/torchtitan_step-*.json")))
+    worst = 0.0
+    print(f"{'device':24} {'config':16} {'measured_s':>10} {'predicted_s':>11} {'error':>7}   "
+          "gemm / attention / rest: measured -> predicted (s)")
+    for f in files:
+        d = json.load(open(f))
+        chip = CHIPS[d["device"]]
+        for r in d["runs"]:
+            if "error" in r:
+                continue
+            config = ("compile" if r["compile"] else "eager") + ":" + r["ac"]
+            pred, parts = predict(a.shardsim, chip, r["compile"], r["ac"])
+            meas = r["median_step_s"]
+            err = (pred - meas) / meas
+            worst = max(worst, abs(err))
+            m = measured_parts(r)
+            detail = " / ".join(f"{m[k]:.3f} -> {parts[k]:.3f}" for k in ("gemm", "attention", "rest"))
+            print(f"{d['device']:24} {config:16} {meas:10.4f} {pred:11.4f} {100 * err:+6.1f}%   {detail}")
+    if a.max_error is not None and worst > a.max_error:
+        print(f"FAIL: largest |error| {100 * worst:.1f}% exceeds {100 * a.max_error:.1f}%", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
