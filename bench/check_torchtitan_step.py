@@ -2,7 +2,8 @@
 """A torchtitan Llama 3 8B step on one GPU, measured against the simulator (docs/model.md,
 "A torchtitan step on one GPU").
 
-    python3 bench/check_torchtitan_step.py SHARDSIM [--max-error 0.05] [MEASURED.json ...]
+    python3 bench/check_torchtitan_step.py SHARDSIM [--max-error 0.05] [--max-memory-error 0.1]
+                                           [MEASURED.json ...]
 
 MEASURED files are bench/torchtitan_step_probe.py's output (default: the committed
 bench/torchtitan_step-*.json). For each measured configuration the simulator runs the same work:
@@ -13,7 +14,11 @@ FSDP shards it), so the prediction is the step time less the critical path's opt
 one device there is no communication. Prints one line per configuration (measured, predicted,
 error) and the time by kind of kernel on each side: GEMMs, attention (FlashAttention-2 forward and
 backward kernels), the rest (norms, elementwise, loss, copies). With --max-error, exits 1 when a
-configuration's |error| exceeds it (CTest `validation.torchtitan_single_gpu`).
+configuration's |error| exceeds it (CTest `validation.torchtitan_single_gpu`). Memory: the run's
+peak allocated bytes less its bf16 weights, against the predicted activations, logits and working
+set: the probe holds no fp32 master weights or optimizer state, and where the simulator puts the
+peak (the loss's backward) no layer's gradient exists yet; the probe does not record where its own
+peak fell. --max-memory-error bounds that error.
 
 This checks the per-device program and the chip presets together on hardware of this project's
 own measurement (a 700 W H100 80GB HBM3 and an H200, torch 2.11 / CUDA 13.0): not the libraries
@@ -44,7 +49,10 @@ def predict(shardsim, chip, compiled, ac):
     step = out["step_time_s"] - cats.get("compute: optimizer", 0.0)
     gemm = cats.get("compute: matmul", 0.0)
     attention = cats.get("compute: attention", 0.0)
-    return step, {"gemm": gemm, "attention": attention, "rest": step - gemm - attention}
+    mem = out["memory"]["components"]
+    transient = sum(mem[k] for k in ("activations_bytes", "logits_bytes", "working_set_bytes")) / 2**30
+    return step, {"gemm": gemm, "attention": attention, "rest": step - gemm - attention}, transient, \
+        mem["weights_bytes"] / 2**30
 
 
 def measured_parts(run):
@@ -59,9 +67,10 @@ def main():
     ap.add_argument("shardsim")
     ap.add_argument("measured", nargs="*")
     ap.add_argument("--max-error", type=float)
+    ap.add_argument("--max-memory-error", type=float)
     a = ap.parse_args()
     files = a.measured or sorted(glob.glob(os.path.join(ROOT, "bench/torchtitan_step-*.json")))
-    worst = 0.0
+    worst = worst_mem = 0.0
     print(f"{'device':24} {'config':16} {'measured_s':>10} {'predicted_s':>11} {'error':>7}   "
           "gemm / attention / rest: measured -> predicted (s)")
     for f in files:
@@ -71,15 +80,27 @@ def main():
             if "error" in r:
                 continue
             config = ("compile" if r["compile"] else "eager") + ":" + r["ac"]
-            pred, parts = predict(a.shardsim, chip, r["compile"], r["ac"])
+            pred, parts, transient, weights = predict(a.shardsim, chip, r["compile"], r["ac"])
             meas = r["median_step_s"]
             err = (pred - meas) / meas
             worst = max(worst, abs(err))
             m = measured_parts(r)
             detail = " / ".join(f"{m[k]:.3f} -> {parts[k]:.3f}" for k in ("gemm", "attention", "rest"))
             print(f"{d['device']:24} {config:16} {meas:10.4f} {pred:11.4f} {100 * err:+6.1f}%   {detail}")
+            # Memory: the run's peak less its bf16 weights against the predicted activations, logits
+            # and working set (the simulator's peak is in the loss's backward, before any layer's
+            # gradient exists).
+            meas_t = r["peak_allocated_GiB"] - weights
+            merr = (transient - meas_t) / meas_t
+            worst_mem = max(worst_mem, abs(merr))
+            print(f"{'':24} {'':16} {meas_t:8.2f} GiB {transient:7.2f} GiB {100 * merr:+6.1f}%   "
+                  "peak less weights, measured -> activations + logits + working set, predicted")
     if a.max_error is not None and worst > a.max_error:
         print(f"FAIL: largest |error| {100 * worst:.1f}% exceeds {100 * a.max_error:.1f}%", file=sys.stderr)
+        return 1
+    if a.max_memory_error is not None and worst_mem > a.max_memory_error:
+        print(f"FAIL: largest memory |error| {100 * worst_mem:.1f}% exceeds {100 * a.max_memory_error:.1f}%",
+              file=sys.stderr)
         return 1
     return 0
 
