@@ -23,13 +23,10 @@
 #   python3 bench/torchtitan_step_probe.py OUT.json [--layers 32] [--configs compile:op_sac,...]
 import argparse
 import json
-import math
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
-from functools import partial
 
 import torch
 import torch.nn as nn
@@ -213,7 +210,7 @@ def category(name):
 def run(compiled, ac):
     torch.manual_seed(0)
     model = Model(args.layers, ac, compiled).to(dev)
-    for name, prm in model.named_parameters():
+    for prm in model.parameters():
         if prm.dim() == 2:
             nn.init.normal_(prm, std=0.02)
     model = model.to(torch.bfloat16)
