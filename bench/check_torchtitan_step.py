@@ -34,13 +34,26 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIO = os.path.join(ROOT, "examples/validation/modern/scenarios/r0529-llama3-8b-h100x8-bf16.json")
 CHIPS = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200-sxm"}
-AC = {"op_sac": "op_sac", "none": "none", "full": "full"}
+# Llama 3 8B as the probe builds it (torchtitan models/llama "8B"), one sequence of 8192 tokens.
+DIM, KV_DIM, FFN, VOCAB, LAYERS = 4096, 1024, 14336, 128256, 32
+
+
+def flops(ac, tokens):
+    """Hardware FLOPs of the step's GEMMs and of its attention (FlashAttention's convention: causal
+    forward 2·T²·d per layer, backward 2.5x), counted from the model's shapes: each linear layer
+    2·T·in·out forward and twice that backward; under per-op SAC the block's second, fourth and
+    sixth mm (wk, wo, w3) run again in the backward; the head's three GEMMs."""
+    layer = DIM * DIM + 2 * DIM * KV_DIM + DIM * DIM + 3 * DIM * FFN
+    recomputed = DIM * KV_DIM + DIM * DIM + DIM * FFN if ac == "op_sac" else 0
+    gemm = LAYERS * 2 * tokens * (3 * layer + recomputed) + 3 * 2 * tokens * DIM * VOCAB
+    attention = LAYERS * 2 * tokens * tokens * DIM * 3.5
+    return gemm, attention
 
 
 def predict(shardsim, chip, compiled, ac):
     sets = {"cluster.chip": chip, "cluster.devices": "1", "cluster.fabric.gpus_per_node": "1",
             "plan.dp": "1", "plan.global_batch": "1", "plan.compile": "true" if compiled else "false",
-            "plan.recompute": AC[ac]}
+            "plan.recompute": ac}
     cmd = [shardsim, "simulate", SCENARIO, "--json", "--no-timing"]
     for k, v in sets.items():
         cmd += ["--set", f"{k}={v}"]
@@ -71,6 +84,7 @@ def main():
     a = ap.parse_args()
     files = a.measured or sorted(glob.glob(os.path.join(ROOT, "bench/torchtitan_step-*.json")))
     worst = worst_mem = 0.0
+    checked = 0
     print(f"{'device':24} {'config':16} {'measured_s':>10} {'predicted_s':>11} {'error':>7}   "
           "gemm / attention / rest: measured -> predicted (s)")
     for f in files:
@@ -87,6 +101,12 @@ def main():
             m = measured_parts(r)
             detail = " / ".join(f"{m[k]:.3f} -> {parts[k]:.3f}" for k in ("gemm", "attention", "rest"))
             print(f"{d['device']:24} {config:16} {meas:10.4f} {pred:11.4f} {100 * err:+6.1f}%   {detail}")
+            gemm_f, attn_f = flops(r["ac"], r["seq"] * r["batch"])
+            print(f"{'':24} {'':16} kernels {r['profiled_kernel_s_total']:.4f} s of the profiled step; "
+                  f"rates inside the step, measured -> predicted (TFLOP/s): GEMMs "
+                  f"{gemm_f / m['gemm'] / 1e12:.0f} -> {gemm_f / parts['gemm'] / 1e12:.0f}, attention forward + backward "
+                  f"{attn_f / m['attention'] / 1e12:.0f} -> {attn_f / parts['attention'] / 1e12:.0f}")
+            checked += 1
             # Memory: the run's peak less its bf16 weights against the predicted activations, logits
             # and working set (the simulator's peak is in the loss's backward, before any layer's
             # gradient exists).
@@ -95,6 +115,9 @@ def main():
             worst_mem = max(worst_mem, abs(merr))
             print(f"{'':24} {'':16} {meas_t:8.2f} GiB {transient:7.2f} GiB {100 * merr:+6.1f}%   "
                   "peak less weights, measured -> activations + logits + working set, predicted")
+    if checked == 0:
+        print("FAIL: no measured configuration to check", file=sys.stderr)
+        return 1
     if a.max_error is not None and worst > a.max_error:
         print(f"FAIL: largest |error| {100 * worst:.1f}% exceeds {100 * a.max_error:.1f}%", file=sys.stderr)
         return 1

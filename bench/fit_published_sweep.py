@@ -54,6 +54,11 @@ SWEEP_FP8 = [(8192, 8192, k, r) for k, r in [(128, 647), (256, 1102), (384, 1521
                                               (768, 2608), (896, 2730), (1024, 2770)]]
 SQUARES_BF16 = [(s, s, s, r) for s, r in [(1024, 423), (1536, 921), (2048, 1130), (3072, 1510), (4096, 1410),
                                            (6144, 1450), (8192, 1420)]]
+# fp8 B200 figures of other kernels than cuBLAS's per-tensor one, printed against the form, not
+# fitted: vLLM's CUTLASS kernel on SM100 with per-tensor scales, no quantisation (vllm-project/vllm
+# PR #19566, benchmarks/kernels/bench_fp8_gemm.py, M = 16384, N = K = 4096) and torch._scaled_mm
+# with rowwise scales (pytorch/helion PR #2756, do_bench, "~1860 TFLOP/s").
+OTHER_FP8 = [(16384, 4096, 4096, 2544, "vLLM CUTLASS, per-tensor"), (4096, 4096, 4096, 1860, "torch._scaled_mm rowwise")]
 SQUARES_FP4 = [(s, s, s, r) for s, r in [(1024, 366), (1536, 1080), (2048, 1680), (3072, 3510), (4096, 4460),
                                           (6144, 5500), (8192, 5370)]]
 
@@ -108,6 +113,12 @@ def main():
     for m, n, k, r in SWEEP_FP8:
         model = rate(m, n, k, FP8_EFFICIENCY, 2 * k0, PEAK["fp8"])
         print(f"  K = {k:5d}: measured {r:5.0f}, model {model:5.0f} TFLOP/s ({100 * (model / r - 1):+4.0f} %)")
+    print(f"  K = {8192:5d}: form {rate(8192, 8192, 8192, FP8_EFFICIENCY, 2 * k0, PEAK['fp8']):5.0f} TFLOP/s "
+          "(no cuBLAS measurement at this K)")
+    for m, n, k, r, what in OTHER_FP8:
+        model = rate(m, n, k, FP8_EFFICIENCY, 2 * k0, PEAK["fp8"])
+        print(f"  {m} x {n} x {k}, {what} (not cuBLAS, not fitted): measured {r:5.0f}, form {model:5.0f} TFLOP/s "
+              f"({100 * (model / r - 1):+4.0f} %)")
     ratio = GB200_BURST / B200_BURST
     gb = round(e * PEAK["bf16"] * ratio / PEAK_GB200["bf16"], 3)
     gb4 = round(e4 * PEAK["fp4"] * ratio / PEAK_GB200["fp4"], 3)
