@@ -154,11 +154,12 @@ Usage:
       with prompt and output length distributions, or a trace file) on
       plan.dp / plan.ep replicas with iteration-level (continuous) batching
       and a paged KV cache, under an engine's policy (generic, vllm, sglang,
-      trtllm: chunked and mixed batches, output reservation, their limits);
-      optional prefill/decode disaggregation. Every distinct iteration is
-      lowered and simulated. Prints time to first token, time per output
-      token, inter-token latency and end-to-end latency at p50/p90/p99,
-      throughput and KV cache use. The same seed gives the same output.
+      trtllm: chunked and mixed batches, output reservation, prefix caching
+      of shared prompt prefixes, their limits); optional prefill/decode
+      disaggregation. Every distinct iteration is lowered and simulated.
+      Prints time to first token, time per output token, inter-token
+      latency and end-to-end latency at p50/p90/p99, throughput, KV cache
+      use and prefix-cache hits. The same seed gives the same output.
       --trace writes each replica's iterations and KV use as a Chrome trace.
 
   shardsim validate DIR [--json] [--check] [--split S] [--threads N]

@@ -70,6 +70,14 @@ std::string serve_json(const Scenario& s, const ServeSummary& sum) {
                    {"block_tokens", r.block_tokens},
                    {"mean_used", sum.kv_mean_used},
                    {"max_used", sum.kv_max_used}};
+  // Prompt tokens to prefill at admissions (a preempted request's again)
+  // and how many of them the prefix cache held.
+  j["prefix_cache"] = {{"enabled", s.serving.prefix_caching},
+                       {"admitted_prompt_tokens", r.admitted_prompt_tokens},
+                       {"hit_tokens", r.prefix_hit_tokens},
+                       {"hit_rate", r.admitted_prompt_tokens > 0 ? static_cast<double>(r.prefix_hit_tokens) /
+                                                                       static_cast<double>(r.admitted_prompt_tokens)
+                                                                 : 0.0}};
   j["sim"] = {{"iterations", r.iterations.size()},
               {"distinct_iterations_simulated", sum.distinct_iterations_simulated},
               {"kv_transfers", r.kv_transfers},
@@ -86,6 +94,7 @@ std::string serve_summary_text(const Scenario& s, const ServeSummary& sum) {
   if (sv.chunked_prefill) policy += ", chunked prefill";
   if (sv.mixed_batches) policy += ", mixed batches";
   if (sv.admission == Admission::kReserveOutput) policy += ", output reserved";
+  if (sv.prefix_caching) policy += ", prefix caching";
   const std::string arrivals = !sv.trace_file.empty()            ? "trace"
                                : sv.arrivals == Arrivals::kBurst ? "burst (all queued at 0)"
                                : sv.arrivals == Arrivals::kClosedLoop
@@ -109,6 +118,11 @@ std::string serve_summary_text(const Scenario& s, const ServeSummary& sum) {
                   "%lld preemptions\n",
                   static_cast<long long>(r.kv_blocks_per_replica), static_cast<long long>(r.block_tokens),
                   100 * sum.kv_mean_used, 100 * sum.kv_max_used, static_cast<long long>(r.preemptions));
+  if (sv.prefix_caching && r.prefix_hit_tokens > 0) {
+    detail::appendf(o, "  prefix cache     %lld of %lld prompt tokens found cached (%.1f%%)\n",
+                    static_cast<long long>(r.prefix_hit_tokens), static_cast<long long>(r.admitted_prompt_tokens),
+                    100.0 * static_cast<double>(r.prefix_hit_tokens) / static_cast<double>(r.admitted_prompt_tokens));
+  }
   detail::appendf(o, "  simulation       %zu iterations, %zu distinct shapes simulated, %.3f s wall\n",
                   r.iterations.size(), sum.distinct_iterations_simulated, sum.wall_s);
   return o;

@@ -125,6 +125,10 @@ TEST(ServingEngines, DefaultsAreTheEnginesOwn) {
   EXPECT_EQ(trt.serving.admission, Admission::kReserveOutput);
   EXPECT_EQ(trt.serving.block_tokens, 32);
   EXPECT_EQ(trt.serving.max_batch, 512);  // a field the scenario sets wins
+  // Prefix caching: on in vLLM V1, SGLang and TensorRT-LLM, off in the
+  // generic (vLLM V0) policy.
+  EXPECT_TRUE(h100.serving.prefix_caching && sg1.serving.prefix_caching && trt.serving.prefix_caching);
+  EXPECT_FALSE(testing::scenario(scenario_text("{}")).serving.prefix_caching);
 }
 
 // TensorRT-LLM sizes its cache from the memory free once the engine is

@@ -12,11 +12,26 @@
 //     (vLLM, SGLang), or blocks for the prompt and every output token up front
 //     and no preemption (TensorRT-LLM's GUARANTEED_NO_EVICT);
 //   - iteration_overhead_us: the engine's host time per iteration that the
-//     GPU waits for, added to every iteration.
+//     GPU waits for, added to every iteration;
+//   - prefix_caching: a prompt that begins with a prefix the replica holds
+//     takes the prefix's full KV blocks from the cache and prefills only the
+//     rest, as vLLM's automatic prefix caching does (Kwon et al.; vLLM
+//     v1/core/kv_cache_manager.py): blocks are shared by reference count, a
+//     hit is whole blocks and stops short of the prompt's last token (the
+//     logits need it computed: max_cache_hit_length = num_tokens - 1), the
+//     first request of a prefix to prefill it leaves its full blocks in the
+//     cache, blocks no request holds stay cached until memory is needed and
+//     are then evicted least recently used first, from a prefix's end (vLLM
+//     frees a request's blocks in reverse order to the tail of its LRU free
+//     queue). Prefixes are matched by id, not by hashing tokens: requests
+//     share exactly the prefix their generator or trace says. A request
+//     prefilled while its prefix is still being computed by another does not
+//     hit (vLLM caches a block only once it is full and computed).
 #include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
+#include <stdexcept>
 
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/memory.h"
@@ -31,7 +46,15 @@ struct Seq {
   int64_t prefilled = 0;   ///< tokens of prompt (+ generated, after a preemption) in the cache
   int64_t to_prefill = 0;  ///< tokens to put in the cache before decoding
   int64_t generated = 0;
+  int64_t blocks = 0;  ///< KV blocks it holds alone
+  int64_t shared = 0;  ///< KV blocks of its prefix it holds in the prefix cache (by reference)
+};
+
+/// A cached prefix on a replica: its first `blocks` full KV blocks.
+struct PrefixEntry {
   int64_t blocks = 0;
+  int64_t refs = 0;      ///< running sequences that hold it
+  int64_t last_use = 0;  ///< when a sequence last let go of it (LRU order)
 };
 
 struct Replica {
@@ -40,6 +63,8 @@ struct Replica {
   std::deque<Seq> waiting;
   std::vector<Seq> running;
   int64_t free_blocks = 0;
+  std::map<int64_t, PrefixEntry> prefixes;  ///< by prefix id
+  int64_t evictable = 0;                    ///< blocks of prefixes no sequence holds
   int64_t load() const { return static_cast<int64_t>(waiting.size() + running.size()); }
 };
 
@@ -196,7 +221,8 @@ class Scheduler {
     return best;
   }
 
-  /// KV blocks a waiting sequence takes when admitted.
+  /// KV blocks a waiting sequence takes when admitted, the `hit` blocks of
+  /// its prefix it finds cached included.
   int64_t admission_blocks(const Seq& w) const {
     if (sv_.admission == Admission::kReserveOutput) {
       const ServeRequest& q = reqs_[static_cast<size_t>(w.id)];
@@ -205,11 +231,101 @@ class Scheduler {
     return blocks_for(w.to_prefill + 1, sv_.block_tokens);
   }
 
+  /// The full blocks of a waiting sequence's prefix cached on `rep`: at most
+  /// the prefix's full blocks, and short of the last token to prefill.
+  int64_t hit_blocks(const Replica& rep, const Seq& w) const {
+    const ServeRequest& q = reqs_[static_cast<size_t>(w.id)];
+    if (!sv_.prefix_caching || q.prefix_id < 0 || w.prefilled > 0) return 0;
+    const auto it = rep.prefixes.find(q.prefix_id);
+    if (it == rep.prefixes.end()) return 0;
+    return std::min({it->second.blocks, q.prefix_tokens / sv_.block_tokens, (w.to_prefill - 1) / sv_.block_tokens});
+  }
+
+  /// Blocks an admission of `w` could take: the free ones and the cached
+  /// ones no sequence holds, less those of the prefix it would hold.
+  int64_t admittable_blocks(const Replica& rep, const Seq& w, int64_t hit) const {
+    int64_t avail = rep.free_blocks + rep.evictable;
+    if (hit > 0) {
+      const PrefixEntry& e = rep.prefixes.at(reqs_[static_cast<size_t>(w.id)].prefix_id);
+      if (e.refs == 0) avail -= e.blocks;
+    }
+    return avail;
+  }
+
+  /// Takes n blocks, evicting cached prefixes no sequence holds, least
+  /// recently used first, from their ends, when too few are free. The caller
+  /// has checked that free + evictable blocks suffice.
+  void take_blocks(Replica& rep, int64_t n) {
+    while (rep.free_blocks < n) {
+      auto lru = rep.prefixes.end();
+      for (auto it = rep.prefixes.begin(); it != rep.prefixes.end(); ++it) {
+        if (it->second.refs == 0 && (lru == rep.prefixes.end() || it->second.last_use < lru->second.last_use)) {
+          lru = it;
+        }
+      }
+      if (lru == rep.prefixes.end()) throw std::logic_error("serving: KV blocks taken beyond those available");
+      const int64_t evict = std::min(lru->second.blocks, n - rep.free_blocks);
+      lru->second.blocks -= evict;
+      rep.evictable -= evict;
+      rep.free_blocks += evict;
+      if (lru->second.blocks == 0) rep.prefixes.erase(lru);
+    }
+    rep.free_blocks -= n;
+  }
+
+  /// A sequence lets go of its KV blocks: its own are freed, its prefix's
+  /// stay cached.
+  void release(Replica& rep, Seq& q) {
+    rep.free_blocks += q.blocks;
+    q.blocks = 0;
+    if (q.shared == 0) return;
+    PrefixEntry& e = rep.prefixes.at(reqs_[static_cast<size_t>(q.id)].prefix_id);
+    e.last_use = ++clock_;
+    if (--e.refs == 0) rep.evictable += e.blocks;
+    q.shared = 0;
+  }
+
+  /// Admits a waiting sequence: it holds the `hit` cached blocks of its
+  /// prefix (which it will not prefill) and takes the rest of its blocks.
+  void admit(Replica& rep, Seq& w, int64_t hit) {
+    if (hit > 0) {
+      PrefixEntry& e = rep.prefixes.at(reqs_[static_cast<size_t>(w.id)].prefix_id);
+      if (e.refs++ == 0) rep.evictable -= e.blocks;
+      w.shared = hit;
+      w.prefilled = hit * sv_.block_tokens;
+    }
+    const int64_t need = admission_blocks(w) - hit;
+    take_blocks(rep, need);
+    w.blocks = need;
+    res_.admitted_prompt_tokens += w.to_prefill;
+    res_.prefix_hit_tokens += w.prefilled;
+    if (w.generated == 0) res_.requests[static_cast<size_t>(w.id)].cached_prompt_tokens = w.prefilled;
+  }
+
+  /// A sequence has prefilled its prefix's full blocks: if no copy of them is
+  /// cached yet, its own become the cache's (it holds them by reference).
+  void cache_prefix(Replica& rep, Seq& q) {
+    const ServeRequest& r = reqs_[static_cast<size_t>(q.id)];
+    if (!sv_.prefix_caching || r.prefix_id < 0) return;
+    const int64_t full = r.prefix_tokens / sv_.block_tokens;
+    if (full <= q.shared || q.prefilled < full * sv_.block_tokens) return;
+    auto [it, fresh] = rep.prefixes.try_emplace(r.prefix_id);
+    PrefixEntry& e = it->second;
+    // Another sequence cached it meanwhile (or what is left of an evicted
+    // copy it did not take): keep this one's blocks its own.
+    if (!fresh && q.shared != e.blocks) return;
+    if (fresh) e.refs = 1;
+    const int64_t moved = full - q.shared;
+    e.blocks = full;
+    q.blocks -= moved;
+    q.shared = full;
+  }
+
   /// A request made its last token: its blocks are freed and, in a closed
   /// loop, its client sends the next request. Returns true (it leaves).
-  bool finish(Replica& rep, const Seq& q, double t) {
+  bool finish(Replica& rep, Seq& q, double t) {
     res_.requests[static_cast<size_t>(q.id)].finish_s = t;
-    rep.free_blocks += q.blocks;
+    release(rep, q);
     if (sv_.arrivals == Arrivals::kClosedLoop && sv_.trace_file.empty() && next_issue_ < reqs_.size()) {
       issue(static_cast<int64_t>(next_issue_++), t);  // the freed client sends its next request
     }
@@ -231,8 +347,8 @@ class Scheduler {
     const int64_t need = admission_blocks(seq);
     // Admitted when blocks allow; otherwise it waits as a prefilled request
     // (re-prefilled locally if it must: a conservative simplification).
-    if (need <= rep.free_blocks) {
-      rep.free_blocks -= need;
+    if (need <= rep.free_blocks + rep.evictable) {
+      take_blocks(rep, need);
       seq.blocks = need;
       rep.running.push_back(seq);
     } else {
@@ -267,13 +383,16 @@ class Scheduler {
     // Occupancy after the iteration that just ended.
     ServeIteration& done = res_.iterations[open_iteration_[r]];
     done.running = static_cast<int64_t>(rep.running.size());
-    done.kv_used = 1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(res_.kv_blocks_per_replica);
+    // Cached blocks no sequence holds count as free, as vLLM's usage does.
+    done.kv_used =
+        1.0 - static_cast<double>(rep.free_blocks + rep.evictable) / static_cast<double>(res_.kv_blocks_per_replica);
     starting_[r] = true;
   }
 
   /// A prefill chunk of n tokens ended; whether the sequence leaves the replica.
   bool prefilled(Replica& rep, Seq& q, int64_t n, double t) {
     q.prefilled += n;
+    cache_prefix(rep, q);
     if (q.prefilled < q.to_prefill) return false;
     ServeRequestResult& out = res_.requests[static_cast<size_t>(q.id)];
     // The prefill's last position yields a token (the first, unless this
@@ -288,7 +407,7 @@ class Scheduler {
     // Disaggregated: hand the KV cache to a decode replica.
     ++res_.kv_transfers;
     push({t + kv_transfer_s_(out.prompt_tokens), EventKind::kKvArrival, q.id});
-    rep.free_blocks += q.blocks;
+    release(rep, q);
     return true;
   }
 
@@ -314,12 +433,11 @@ class Scheduler {
         ++i;
         continue;
       }
-      const int64_t need = std::max<int64_t>(0, blocks_for(q.prefilled + 1, sv_.block_tokens) - q.blocks);
-      if (need > rep.free_blocks) {
+      const int64_t need = std::max<int64_t>(0, blocks_for(q.prefilled + 1, sv_.block_tokens) - q.blocks - q.shared);
+      if (need > rep.free_blocks + rep.evictable) {
         Seq victim = rep.running.back();
         rep.running.pop_back();
-        rep.free_blocks += victim.blocks;
-        victim.blocks = 0;
+        release(rep, victim);
         victim.to_prefill = res_.requests[static_cast<size_t>(victim.id)].prompt_tokens + victim.generated;
         victim.prefilled = 0;
         ++res_.requests[static_cast<size_t>(victim.id)].preemptions;
@@ -327,7 +445,7 @@ class Scheduler {
         rep.waiting.push_front(victim);
         continue;  // re-examine position i (it may have been the victim)
       }
-      rep.free_blocks -= need;
+      take_blocks(rep, need);
       q.blocks += need;
       ++i;
     }
@@ -354,13 +472,12 @@ class Scheduler {
     }
     while (!rep.waiting.empty() && budget > 0 && static_cast<int64_t>(rep.running.size()) < sv_.max_batch) {
       Seq& w = rep.waiting.front();
-      const int64_t remaining = w.to_prefill - w.prefilled;
+      const int64_t hit = hit_blocks(rep, w);
+      const int64_t remaining = w.to_prefill - std::max(w.prefilled, hit * sv_.block_tokens);
       // Unchunked, a prompt beyond the budget runs alone (whole).
       if (!sv_.chunked_prefill && remaining > budget && !batch.prefill_ids.empty()) break;
-      const int64_t need = admission_blocks(w);
-      if (need > rep.free_blocks) break;
-      rep.free_blocks -= need;
-      w.blocks = need;
+      if (admission_blocks(w) - hit > admittable_blocks(rep, w, hit)) break;
+      admit(rep, w, hit);
       const int64_t chunk = sv_.chunked_prefill ? std::min(remaining, budget) : remaining;
       batch.prefill_ids.push_back(w.id);
       batch.prefill_tokens.push_back(chunk);
@@ -379,7 +496,9 @@ class Scheduler {
       if (q.prefilled < q.to_prefill) return true;
     }
     if (rep.waiting.empty() || static_cast<int64_t>(rep.running.size()) >= sv_.max_batch) return false;
-    return admission_blocks(rep.waiting.front()) <= rep.free_blocks;
+    const Seq& w = rep.waiting.front();
+    const int64_t hit = hit_blocks(rep, w);
+    return admission_blocks(w) - hit <= admittable_blocks(rep, w, hit);
   }
 
   /// Starts an iteration on an idle replica if it has work.
@@ -428,6 +547,7 @@ class Scheduler {
   std::vector<int64_t> chunk_;  ///< per request, during one iteration's end: prefill tokens done, or -1 for a decode
   std::vector<Event> heap_;
   size_t next_issue_ = 0;  ///< closed loop: the next request a freed client sends
+  int64_t clock_ = 0;      ///< counts prefix releases, for LRU order
 };
 
 }  // namespace

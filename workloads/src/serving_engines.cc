@@ -26,6 +26,13 @@
 //   weights; max_batch_size and max_num_tokens from trtllm-bench's tuning
 //   heuristic (tensorrt_llm/bench/build/tuning.py, applied by the loader,
 //   which knows the request lengths: trtllm_bench_limits).
+// Prefix caching is on by default in all three: vLLM V1 turns it on
+//   (tests/v1/engine/test_engine_args.py: "V1 turns on prefix caching by
+//   default"), SGLang's radix cache is on unless disable_radix_cache
+//   (server_args.py, default False), TensorRT-LLM reuses KV blocks unless
+//   told not to (tensorrt_llm/llmapi/llm_args.py KvCacheConfig
+//   enable_block_reuse, default True). The generic policy (vLLM V0) has it
+//   off (enable_prefix_caching defaulted to False there).
 #include <algorithm>
 #include <cmath>
 
@@ -58,6 +65,7 @@ ServingSpec serving_engine_defaults(const std::string& engine, const ChipSpec& c
     s.kv_memory_fraction = 0.9;
     s.chunked_prefill = true;
     s.mixed_batches = true;
+    s.prefix_caching = true;
     return s;
   }
   if (engine == "sglang") {
@@ -74,6 +82,7 @@ ServingSpec serving_engine_defaults(const std::string& engine, const ChipSpec& c
     s.activation_workspace = false;  // the reserve above holds them
     s.chunked_prefill = true;
     s.mixed_batches = false;
+    s.prefix_caching = true;
     return s;
   }
   if (engine == "trtllm") {
@@ -89,6 +98,7 @@ ServingSpec serving_engine_defaults(const std::string& engine, const ChipSpec& c
     s.chunked_prefill = false;
     s.mixed_batches = true;
     s.admission = Admission::kReserveOutput;
+    s.prefix_caching = true;
     return s;
   }
   throw InputError("", "/serving/engine",

@@ -75,9 +75,22 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
         parse_length(r.has("prompt_tokens") ? r.raw("prompt_tokens") : Json(512), file, "/serving/prompt_tokens");
     s.output =
         parse_length(r.has("output_tokens") ? r.raw("output_tokens") : Json(128), file, "/serving/output_tokens");
+    if (r.has("shared_prefix")) {
+      // vLLM's prefix_repetition dataset, SGLang's generated-shared-prefix:
+      // groups of prompts that begin with the same system prompt.
+      const Json& sp = r.raw("shared_prefix");
+      if (!sp.is_object()) {
+        throw InputError(file, "/serving/shared_prefix",
+                         "expected {\"tokens\": N, \"groups\": G}, got " + detail::describe(sp));
+      }
+      ObjectReader pr(sp, file, "/serving/shared_prefix");
+      s.shared_prefix_tokens = pr.int_in("tokens", 1, int64_t{1} << 20, 1);
+      s.shared_prefix_groups = pr.int_in("groups", 1, 1'000'000, 1);
+      pr.done();
+    }
   } else {
-    for (const char* k :
-         {"requests", "arrivals", "rate_per_s", "concurrency", "seed", "prompt_tokens", "output_tokens"}) {
+    for (const char* k : {"requests", "arrivals", "rate_per_s", "concurrency", "seed", "prompt_tokens", "output_tokens",
+                          "shared_prefix"}) {
       if (r.has(k)) r.fail(k, "a trace file gives the requests and their arrivals; remove this field or the trace");
     }
   }
@@ -89,12 +102,16 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
   s.chunked_prefill = r.boolean("chunked_prefill", s.chunked_prefill);
   if (engine == "trtllm" && !r.has("max_batch") && !r.has("max_batched_tokens") && s.trace_file.empty()) {
     // trtllm-bench sizes the engine from the dataset's mean lengths.
+    // (A shared prefix is part of every prompt it sees.)
+    const auto prefix = static_cast<double>(s.shared_prefix_tokens);
     const TrtllmLimits lim = trtllm_bench_limits(sc.model, sc.cluster.chip, plan, plan.weight_dtype, plan.kv_dtype,
-                                                 s.prompt.mean, s.output.mean, s.kv_memory_fraction);
+                                                 s.prompt.mean + prefix, s.output.mean, s.kv_memory_fraction);
     s.max_batch = lim.max_batch;
     s.max_batched_tokens = lim.max_batched_tokens;
     // Without chunked context a whole prompt must fit with a full batch of decodes.
-    if (!s.chunked_prefill) s.max_batched_tokens = std::max(s.max_batched_tokens, s.prompt.max + s.max_batch);
+    if (!s.chunked_prefill) {
+      s.max_batched_tokens = std::max(s.max_batched_tokens, s.prompt.max + s.shared_prefix_tokens + s.max_batch);
+    }
   }
   s.max_batch = r.int_in("max_batch", 1, 1 << 20, s.max_batch);
   s.max_batched_tokens = r.int_in("max_batched_tokens", 1, 1 << 24, s.max_batched_tokens);
@@ -105,6 +122,7 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
   s.admission = admission == "reserve_output" ? Admission::kReserveOutput : Admission::kOnDemand;
   s.iteration_overhead_us = r.number_in("iteration_overhead_us", 0, 1e6, s.iteration_overhead_us);
   s.prefill_replicas = r.int_in("prefill_replicas", 0, 1 << 20, 0);
+  s.prefix_caching = r.boolean("prefix_caching", s.prefix_caching);
   r.done();
   // Serving replicas are dp / ep (an expert-parallel group serves one batch).
   const int64_t replicas = plan.dp / std::max<int64_t>(1, plan.ep);

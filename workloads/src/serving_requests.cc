@@ -45,7 +45,9 @@ std::string dir_of(const std::string& file) {
 std::vector<ServeRequest> read_trace(const std::string& path) {
   const detail::Json j = detail::parse_json_text(read_file_text(path, "cannot read the request trace"), path);
   if (!j.is_array() || j.empty() || j.size() > 1'000'000) {
-    throw InputError(path, "/", "expected a non-empty array of {\"arrival_s\", \"prompt_tokens\", \"output_tokens\"}");
+    throw InputError(path, "/",
+                     "expected a non-empty array of {\"arrival_s\", \"prompt_tokens\", \"output_tokens\"} "
+                     "(and optionally \"prefix_id\", \"prefix_tokens\")");
   }
   std::vector<ServeRequest> out;
   for (size_t i = 0; i < j.size(); ++i) {
@@ -54,6 +56,16 @@ std::vector<ServeRequest> read_trace(const std::string& path) {
     q.arrival_s = r.number_in("arrival_s", 0, 1e9, 0);
     q.prompt_tokens = r.int_in("prompt_tokens", 1, int64_t{1} << 20, 1);
     q.output_tokens = r.int_in("output_tokens", 1, int64_t{1} << 20, 1);
+    // A shared prefix: the first prefix_tokens of the prompt are those of
+    // every other request with the same prefix_id.
+    if (r.has("prefix_id") != r.has("prefix_tokens")) {
+      r.fail(r.has("prefix_id") ? "prefix_tokens" : "prefix_id",
+             "missing: a shared prefix needs both prefix_id and prefix_tokens");
+    }
+    if (r.has("prefix_id")) {
+      q.prefix_id = r.int_in("prefix_id", 0, INT64_MAX, 0);
+      q.prefix_tokens = r.int_in("prefix_tokens", 1, q.prompt_tokens, 1);
+    }
     r.done();
     out.push_back(q);
   }
@@ -94,6 +106,13 @@ std::vector<ServeRequest> serving_requests(const Scenario& s) {
     q.arrival_s = t;
     q.prompt_tokens = draw_length(sv.prompt, rng);
     q.output_tokens = draw_length(sv.output, rng);
+    if (sv.shared_prefix_tokens > 0) {
+      // Drawn last, so a stream without a prefix is the one it always was.
+      q.prefix_id = std::min(sv.shared_prefix_groups - 1,
+                             static_cast<int64_t>(uniform01(rng) * static_cast<double>(sv.shared_prefix_groups)));
+      q.prefix_tokens = sv.shared_prefix_tokens;
+      q.prompt_tokens += sv.shared_prefix_tokens;
+    }
     out.push_back(q);
   }
   check_total_tokens(out, s.file, "/serving/requests");

@@ -139,6 +139,15 @@ struct ServingSpec {
   Admission admission = Admission::kOnDemand;
   double iteration_overhead_us = 0;  ///< the engine's host time per iteration not hidden behind the GPU
   int64_t prefill_replicas = 0;      ///< > 0: disaggregated, this many of plan.dp replicas only prefill
+  /// Prompts that begin with a prefix a replica has cached reuse its KV
+  /// blocks instead of prefilling them again (vLLM's automatic prefix
+  /// caching, SGLang's radix cache, TensorRT-LLM's KV block reuse).
+  bool prefix_caching = false;
+  /// Generated requests: every prompt begins with one of
+  /// shared_prefix_groups prefixes of shared_prefix_tokens tokens (drawn
+  /// uniformly per request), then its own prompt_tokens (0: no prefix).
+  int64_t shared_prefix_tokens = 0;
+  int64_t shared_prefix_groups = 0;
 };
 
 /// A step given as a trace instead of a model and a plan (the scenario's

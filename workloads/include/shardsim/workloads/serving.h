@@ -21,8 +21,10 @@ namespace shardsim {
 
 struct ServeRequest {
   double arrival_s = 0;
-  int64_t prompt_tokens = 1;
+  int64_t prompt_tokens = 1;  ///< the whole prompt, its shared prefix included
   int64_t output_tokens = 1;
+  int64_t prefix_id = -1;     ///< the shared prefix its prompt begins with (-1: none)
+  int64_t prefix_tokens = 0;  ///< that prefix's length (at most prompt_tokens)
 };
 
 /// The scheduler defaults of a serving engine ("generic", "vllm", "sglang",
@@ -67,6 +69,7 @@ struct ServeRequestResult {
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
   int32_t preemptions = 0;
+  int64_t cached_prompt_tokens = 0;  ///< prompt tokens found in the prefix cache when it was admitted
 };
 
 struct ServeResult {
@@ -76,6 +79,10 @@ struct ServeResult {
   int64_t block_tokens = 0;
   int64_t preemptions = 0;
   int64_t kv_transfers = 0;  ///< disaggregation: requests whose KV moved to a decode replica
+  /// Prefix caching: prompt tokens to prefill at every admission (a
+  /// preempted request counts again), and how many of them were found cached.
+  int64_t admitted_prompt_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
   /// Inter-token latencies: every gap between two tokens of one request
   /// (the first token excluded), as (gap in seconds, how many), ascending.
   std::vector<std::pair<double, int64_t>> inter_token_s;
