@@ -155,8 +155,8 @@ Usage:
       plan.dp / plan.ep replicas with iteration-level (continuous) batching
       and a paged KV cache, under an engine's policy (generic, vllm, sglang,
       trtllm: chunked and mixed batches, output reservation, prefix caching
-      of shared prompt prefixes, their limits); optional prefill/decode
-      disaggregation. Every distinct iteration is lowered and simulated.
+      of shared prompt prefixes, their limits); optional speculative
+      decoding and prefill/decode disaggregation. Every distinct iteration is lowered and simulated.
       Prints time to first token, time per output token, inter-token
       latency and end-to-end latency at p50/p90/p99, throughput, KV cache
       use and prefix-cache hits. The same seed gives the same output.

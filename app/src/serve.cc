@@ -57,7 +57,7 @@ class IterationTimer {
     shape.prefill_pairs = bucket(shape.prefill_pairs);
     shape.decode_context = bucket(shape.decode_context);
     const auto key = std::make_tuple(shape.prefill_tokens, shape.prefill_pairs, shape.prefill_completing,
-                                     shape.decode_sequences, shape.decode_context);
+                                     shape.decode_sequences, shape.decode_context, shape.decode_tokens);
     auto [it, fresh] = cache_.try_emplace(key, 0.0);
     if (fresh) {
       const ProgramSet programs = lower_iteration(replica_, shape);
@@ -73,7 +73,7 @@ class IterationTimer {
   Scenario replica_;
   std::unique_ptr<Topology> topo_;
   std::unique_ptr<Mesh> mesh_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, double> cache_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>, double> cache_;
 };
 
 /// Moving one request's KV cache from a prefill replica to a decode replica:
@@ -141,10 +141,34 @@ ServeSummary run_serving(const Scenario& s) {
   ServeSummary out;
   const std::vector<ServeRequest> reqs = serving_requests(s);
   IterationTimer timer(s);
+  // Speculative decoding: the drafter (a model of its own, or a head of
+  // draft_layers layers on the target) runs on the replica's devices before
+  // the target verifies: a first pass over the iteration's prompt tokens and
+  // one token of each decoding sequence, then k - 1 decode passes.
+  const int64_t k = s.serving.speculative_tokens;
+  Scenario drafter = s;
+  if (s.serving.draft_model.layers > 0) {
+    drafter.model = s.serving.draft_model;
+  } else {
+    drafter.model.layers = s.serving.draft_layers;
+  }
+  IterationTimer draft_timer(drafter);
+  auto iteration_s = [&](const IterationShape& sh) {
+    double t = timer(sh);
+    if (k == 0) return t;
+    IterationShape first = sh;
+    first.decode_tokens = 1;
+    t += draft_timer(first);
+    if (k > 1 && sh.decode_sequences > 0) {
+      IterationShape step;
+      step.decode_sequences = sh.decode_sequences;
+      step.decode_context = sh.decode_context + sh.decode_sequences;
+      t += static_cast<double>(k - 1) * draft_timer(step);
+    }
+    return t;
+  };
   KvTransferTimer kv_transfer(s);
-  out.result = simulate_serving(
-      s, reqs, [&](const IterationShape& sh) { return timer(sh); },
-      [&](int64_t prompt) { return kv_transfer(prompt); });
+  out.result = simulate_serving(s, reqs, iteration_s, [&](int64_t prompt) { return kv_transfer(prompt); });
   const ServeResult& r = out.result;
   std::vector<double> ttft, tpot, e2e;
   double first = 1e300, last = 0;
@@ -185,7 +209,7 @@ ServeSummary run_serving(const Scenario& s) {
   }
   out.kv_mean_used = time > 0 ? area / time : 0;
   out.replicas = s.plan.dp / s.plan.ep;
-  out.distinct_iterations_simulated = timer.simulations();
+  out.distinct_iterations_simulated = timer.simulations() + draft_timer.simulations();
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -78,6 +78,14 @@ std::string serve_json(const Scenario& s, const ServeSummary& sum) {
                        {"hit_rate", r.admitted_prompt_tokens > 0 ? static_cast<double>(r.prefix_hit_tokens) /
                                                                        static_cast<double>(r.admitted_prompt_tokens)
                                                                  : 0.0}};
+  // Tokens a sequence's decode step made, on average: 1 without speculative
+  // decoding; with it, (1 - a^(k+1)) / (1 - a) expected (Leviathan et al.).
+  j["speculative"] = {
+      {"draft_tokens", s.serving.speculative_tokens},
+      {"acceptance", s.serving.speculative_acceptance},
+      {"decode_steps", r.decode_steps},
+      {"tokens_per_step",
+       r.decode_steps > 0 ? static_cast<double>(r.decode_step_tokens) / static_cast<double>(r.decode_steps) : 0.0}};
   j["sim"] = {{"iterations", r.iterations.size()},
               {"distinct_iterations_simulated", sum.distinct_iterations_simulated},
               {"kv_transfers", r.kv_transfers},
@@ -95,6 +103,10 @@ std::string serve_summary_text(const Scenario& s, const ServeSummary& sum) {
   if (sv.mixed_batches) policy += ", mixed batches";
   if (sv.admission == Admission::kReserveOutput) policy += ", output reserved";
   if (sv.prefix_caching) policy += ", prefix caching";
+  if (sv.speculative_tokens > 0) {
+    policy += ", speculating " + std::to_string(sv.speculative_tokens) + " tokens with " +
+              (sv.draft_model.layers > 0 ? sv.draft_model.name : std::to_string(sv.draft_layers) + "-layer draft head");
+  }
   const std::string arrivals = !sv.trace_file.empty()            ? "trace"
                                : sv.arrivals == Arrivals::kBurst ? "burst (all queued at 0)"
                                : sv.arrivals == Arrivals::kClosedLoop
@@ -118,6 +130,12 @@ std::string serve_summary_text(const Scenario& s, const ServeSummary& sum) {
                   "%lld preemptions\n",
                   static_cast<long long>(r.kv_blocks_per_replica), static_cast<long long>(r.block_tokens),
                   100 * sum.kv_mean_used, 100 * sum.kv_max_used, static_cast<long long>(r.preemptions));
+  if (sv.speculative_tokens > 0 && r.decode_steps > 0) {
+    detail::appendf(o, "  speculative      %.3f tokens per decode step (%lld steps; acceptance %.2f of %lld drafts)\n",
+                    static_cast<double>(r.decode_step_tokens) / static_cast<double>(r.decode_steps),
+                    static_cast<long long>(r.decode_steps), sv.speculative_acceptance,
+                    static_cast<long long>(sv.speculative_tokens));
+  }
   if (sv.prefix_caching && r.prefix_hit_tokens > 0) {
     detail::appendf(o, "  prefix cache     %lld of %lld prompt tokens found cached (%.1f%%)\n",
                     static_cast<long long>(r.prefix_hit_tokens), static_cast<long long>(r.admitted_prompt_tokens),

@@ -26,6 +26,9 @@ std::shared_ptr<const CalibrationProfile> load_calibration(const std::string& pa
 /// A chip, model, cluster or plan preset's JSON; an unknown name is an
 /// input error at `ptr` of `file` naming the known ones (scenario_loader.cc).
 Json preset_json(const std::string& kind, const std::string& name, const std::string& file, const std::string& ptr);
+/// A model preset, by name; an unknown name is an input error at `ptr`
+/// (scenario_loader.cc).
+ModelSpec model_preset(const std::string& name, const std::string& file, const std::string& ptr);
 /// The scenario's "cluster" object or preset name (cluster_loader.cc).
 ClusterSpec parse_cluster(const Json& j, const std::string& file);
 /// The scenario's "serving" object (serving_loader.cc).

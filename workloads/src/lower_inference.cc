@@ -38,8 +38,10 @@ class InferenceLowering {
  public:
   InferenceLowering(const Scenario& s, const IterationShape& shape, const ChunkLayout& layout, int64_t stage)
       : m_(s.model), p_(s.plan), shape_(shape), layout_(layout), stage_(stage) {
-    T_ = std::max<int64_t>(1, shape_.prefill_tokens + shape_.decode_sequences);
-    logits_rows_ = shape_.prefill_completing + shape_.decode_sequences;
+    // A verification step (speculative decoding) runs decode_tokens
+    // positions of every decoding sequence and needs logits at each.
+    T_ = std::max<int64_t>(1, shape_.prefill_tokens + shape_.decode_sequences * shape_.decode_tokens);
+    logits_rows_ = shape_.prefill_completing + shape_.decode_sequences * shape_.decode_tokens;
     t_ = p_.tp;
     a_ = m_.heads / t_;
     kv_ = m_.kv_heads >= t_ ? m_.kv_heads / t_ : 1;
@@ -168,16 +170,22 @@ class InferenceLowering {
       Op o = base("decode attention", L, kCompute);
       o.compute = ComputeKind::kAttention;
       o.dtype = DType::kBf16;
-      // Each new token attends to its sequence's cached positions and itself.
-      const double positions = static_cast<double>(shape_.decode_context + shape_.decode_sequences);
-      o.flops = Flops(4.0 * q * positions);
+      // Each new token attends to its sequence's cached positions and itself;
+      // verifying t tokens, the j-th also to the j - 1 before it: per
+      // sequence t·context + t(t+1)/2 query-key pairs, its cache read once.
+      const int64_t t = shape_.decode_tokens;
+      const double seqs = static_cast<double>(shape_.decode_sequences);
+      const double pairs = static_cast<double>(t) * static_cast<double>(shape_.decode_context) +
+                           seqs * static_cast<double>(t * (t + 1) / 2);
+      const double positions = static_cast<double>(shape_.decode_context) + seqs * static_cast<double>(t);
+      o.flops = Flops(4.0 * q * pairs);
       o.model_flops = o.flops;
-      o.m = 1;
-      o.n = std::max<int64_t>(1, (shape_.decode_context + shape_.decode_sequences) / shape_.decode_sequences);
+      o.m = t;
+      o.n = std::max<int64_t>(1, static_cast<int64_t>(positions / seqs));
       o.k = a_ * d_;
       o.batch = shape_.decode_sequences;
-      o.bytes_read = Bytes(static_cast<int64_t>(positions * kvw) * kvb_ + shape_.decode_sequences * a_ * d_ * kAct);
-      o.bytes_written = Bytes(shape_.decode_sequences * a_ * d_ * kAct);
+      o.bytes_read = Bytes(static_cast<int64_t>(positions * kvw) * kvb_ + shape_.decode_sequences * t * a_ * d_ * kAct);
+      o.bytes_written = Bytes(shape_.decode_sequences * t * a_ * d_ * kAct);
       x = b_.add(o, {x});
     }
     return x;

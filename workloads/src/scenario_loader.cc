@@ -305,6 +305,10 @@ Json preset_json(const std::string& kind, const std::string& name, const std::st
   return Json::parse(p->json);
 }
 
+ModelSpec model_preset(const std::string& name, const std::string& file, const std::string& ptr) {
+  return parse_model(preset_json("model", name, file, ptr), file);
+}
+
 }  // namespace detail
 
 Scenario parse_scenario(const std::string& text, const std::string& name, const std::vector<Override>& overrides) {

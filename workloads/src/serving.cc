@@ -13,6 +13,12 @@
 //     and no preemption (TensorRT-LLM's GUARANTEED_NO_EVICT);
 //   - iteration_overhead_us: the engine's host time per iteration that the
 //     GPU waits for, added to every iteration;
+//   - speculative_tokens: each decode step of a sequence verifies its last
+//     token and k draft tokens (the KV cache holds room for all k + 1) and
+//     makes 1 + the drafts accepted before the first rejection, each accepted
+//     with probability speculative_acceptance (drawn from the serving seed),
+//     never more than the request still needs; the step's time is the
+//     callback's (target and drafter);
 //   - prefix_caching: a prompt that begins with a prefix the replica holds
 //     takes the prefix's full KV blocks from the cache and prefills only the
 //     rest, as vLLM's automatic prefix caching does (Kwon et al.; vLLM
@@ -31,6 +37,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <random>
 #include <stdexcept>
 
 #include "shardsim/core/error.h"
@@ -100,6 +107,32 @@ struct Batch {
 /// max_num_tokens and the logits of max_batch_size rows) leave that
 /// iteration's activations and logits out of it (activation_workspace);
 /// SGLang's static fraction already reserves them.
+/// The drafter's weights on a replica device and its KV bytes per cached
+/// position there: a draft model's own; a draft head's, its layers' share of
+/// a target of as many layers (it shares the target's embedding and LM head).
+std::pair<double, double> drafter_memory(const Scenario& s) {
+  Scenario probe = s;
+  probe.plan.phase = Phase::kPrefill;
+  probe.plan.microbatch_size = 1;
+  probe.plan.seq_len = 1;
+  auto measure = [&probe](int64_t layers) {
+    if (layers > 0) probe.model.layers = layers;
+    double w = 0, kv = 0;
+    for (const auto& c : inference_memory(probe).components) {
+      if (c.name == "weights") w = static_cast<double>(c.bytes);
+      if (c.name == "kv_cache") kv = static_cast<double>(c.bytes);
+    }
+    return std::make_pair(w, kv);
+  };
+  if (s.serving.draft_model.layers > 0) {
+    probe.model = s.serving.draft_model;
+    return measure(0);
+  }
+  const auto one = measure(1), two = measure(2);
+  const auto n = static_cast<double>(s.serving.draft_layers);
+  return {(two.first - one.first) * n, one.second * n};
+}
+
 int64_t kv_blocks_per_replica(const Scenario& s) {
   const ServingSpec& sv = s.serving;
   Scenario probe = s;
@@ -117,6 +150,11 @@ int64_t kv_blocks_per_replica(const Scenario& s) {
     } else if (c.name == "weights" || sv.activation_workspace) {
       fixed += b;
     }
+  }
+  if (sv.speculative_tokens > 0) {
+    const auto [weights, kv] = drafter_memory(s);
+    fixed += weights;
+    kv_per_position += kv;
   }
   if (sv.kv_memory_of_free) fixed += static_cast<double>(sv.runtime_reserved_bytes);
   const double hbm = static_cast<double>(s.cluster.chip.hbm_capacity.value());
@@ -136,7 +174,11 @@ class Scheduler {
  public:
   Scheduler(const Scenario& s, const std::vector<ServeRequest>& reqs, const IterationTimeFn& iteration_s,
             const std::function<double(int64_t)>& kv_transfer_s)
-      : sv_(s.serving), reqs_(reqs), iteration_s_(iteration_s), kv_transfer_s_(kv_transfer_s) {
+      : sv_(s.serving),
+        reqs_(reqs),
+        iteration_s_(iteration_s),
+        kv_transfer_s_(kv_transfer_s),
+        accept_rng_(sv_.seed ^ 0x9e3779b97f4a7c15ULL) {
     res_.block_tokens = sv_.block_tokens;
     res_.kv_blocks_per_replica = kv_blocks_per_replica(s);
     for (size_t i = 0; i < reqs.size(); ++i) {
@@ -414,8 +456,23 @@ class Scheduler {
   /// A decode step ended: the token made last iteration is cached and one
   /// more is out; whether the sequence is done.
   bool decoded(Replica& rep, Seq& q, double t) {
-    ++q.prefilled;
-    ++q.generated;
+    int64_t made = 1;
+    if (sv_.speculative_tokens > 0) {
+      // Drafts accepted in order until the first rejection, then the
+      // target's own token; no more than the request still needs.
+      int64_t accepted = 0;
+      while (accepted < sv_.speculative_tokens &&
+             static_cast<double>(accept_rng_() >> 11) * 0x1.0p-53 < sv_.speculative_acceptance) {
+        ++accepted;
+      }
+      made = std::min(accepted + 1, res_.requests[static_cast<size_t>(q.id)].output_tokens - q.generated);
+    }
+    q.prefilled += made;
+    q.generated += made;
+    ++res_.decode_steps;
+    res_.decode_step_tokens += made;
+    // One gap per step: the tokens of a step reach the client together (a
+    // streamed chunk, as the engines' benchmark clients time them).
     double& last = last_token_s_[static_cast<size_t>(q.id)];
     ++itl_[t - last];
     last = t;
@@ -433,7 +490,12 @@ class Scheduler {
         ++i;
         continue;
       }
-      const int64_t need = std::max<int64_t>(0, blocks_for(q.prefilled + 1, sv_.block_tokens) - q.blocks - q.shared);
+      // Room for the token made last step and, speculating, the drafts to
+      // verify (not beyond the request's last position).
+      const ServeRequestResult& out = res_.requests[static_cast<size_t>(q.id)];
+      const int64_t positions =
+          std::min(q.prefilled + 1 + sv_.speculative_tokens, out.prompt_tokens + out.output_tokens);
+      const int64_t need = std::max<int64_t>(0, blocks_for(positions, sv_.block_tokens) - q.blocks - q.shared);
       if (need > rep.free_blocks + rep.evictable) {
         Seq victim = rep.running.back();
         rep.running.pop_back();
@@ -455,6 +517,7 @@ class Scheduler {
       ++shape.decode_sequences;
       shape.decode_context += q.prefilled;
     }
+    if (shape.decode_sequences > 0) shape.decode_tokens = 1 + sv_.speculative_tokens;
   }
 
   /// Prefills within the token budget: partially prefilled sequences go on
@@ -510,7 +573,7 @@ class Scheduler {
     const bool decode = !rep.prefill_only && (sv_.mixed_batches || !prefill_turn(rep));
     if (decode) add_decodes(rep, batch, shape);
     if (sv_.mixed_batches || shape.decode_sequences == 0) {
-      add_prefills(rep, batch, sv_.max_batched_tokens - shape.decode_sequences);
+      add_prefills(rep, batch, sv_.max_batched_tokens - shape.decode_sequences * shape.decode_tokens);
     }
     if (batch.prefill_ids.empty() && batch.decode_ids.empty()) return;
     for (size_t k = 0; k < batch.prefill_ids.size(); ++k) {
@@ -546,8 +609,9 @@ class Scheduler {
   std::map<double, int64_t> itl_;
   std::vector<int64_t> chunk_;  ///< per request, during one iteration's end: prefill tokens done, or -1 for a decode
   std::vector<Event> heap_;
-  size_t next_issue_ = 0;  ///< closed loop: the next request a freed client sends
-  int64_t clock_ = 0;      ///< counts prefix releases, for LRU order
+  size_t next_issue_ = 0;       ///< closed loop: the next request a freed client sends
+  int64_t clock_ = 0;           ///< counts prefix releases, for LRU order
+  std::mt19937_64 accept_rng_;  ///< draws speculative acceptances
 };
 
 }  // namespace

@@ -123,6 +123,39 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
   s.iteration_overhead_us = r.number_in("iteration_overhead_us", 0, 1e6, s.iteration_overhead_us);
   s.prefill_replicas = r.int_in("prefill_replicas", 0, 1 << 20, 0);
   s.prefix_caching = r.boolean("prefix_caching", s.prefix_caching);
+  if (r.has("speculative")) {
+    const Json& sp = r.raw("speculative");
+    if (!sp.is_object()) {
+      throw InputError(file, "/serving/speculative",
+                       "expected {\"tokens\": K, \"acceptance\": A, \"draft_model\" or \"draft_layers\"}, got " +
+                           detail::describe(sp));
+    }
+    ObjectReader pr(sp, file, "/serving/speculative");
+    s.speculative_tokens = pr.int_in("tokens", 1, 64, 1);
+    if (!pr.has("acceptance")) pr.fail("acceptance", "missing: the probability a draft token is accepted");
+    s.speculative_acceptance = pr.number_in("acceptance", 0, 1, 0);
+    if (pr.has("draft_model") && pr.has("draft_layers")) {
+      pr.fail("draft_layers", "a draft model has its own layers; give draft_model or draft_layers, not both");
+    }
+    if (pr.has("draft_model")) {
+      s.draft_model = model_preset(pr.string("draft_model", ""), file, "/serving/speculative/draft_model");
+      if (s.draft_model.vocab != sc.model.vocab) {
+        pr.fail("draft_model", "the draft model's vocabulary (" + std::to_string(s.draft_model.vocab) +
+                                   ") differs from the target's (" + std::to_string(sc.model.vocab) +
+                                   "): its tokens could not be verified");
+      }
+      if (const auto issue = check_plan(plan, s.draft_model, sc.cluster)) {
+        pr.fail("draft_model",
+                "the draft model does not fit the replica's plan: " + issue->field + ": " + issue->message);
+      }
+    }
+    s.draft_layers = pr.int_in("draft_layers", 1, sc.model.layers, 1);
+    pr.done();
+    if (s.prefill_replicas > 0) {
+      r.fail("speculative", "speculative decoding with disaggregation is not modelled; remove one of them");
+    }
+    if (plan.pp > 1) r.fail("speculative", "speculative decoding on a pipeline (plan.pp > 1) is not modelled");
+  }
   r.done();
   // Serving replicas are dp / ep (an expert-parallel group serves one batch).
   const int64_t replicas = plan.dp / std::max<int64_t>(1, plan.ep);

@@ -52,8 +52,11 @@ struct IterationShape {
   int64_t prefill_tokens = 0;      ///< prompt tokens processed, all sequences
   int64_t prefill_pairs = 0;       ///< causal query-key pairs of those tokens
   int64_t prefill_completing = 0;  ///< prompts whose last token is in this iteration (they need logits)
-  int64_t decode_sequences = 0;    ///< sequences generating one token
+  int64_t decode_sequences = 0;    ///< sequences generating
   int64_t decode_context = 0;      ///< tokens already cached, summed over those sequences
+  /// Tokens each decoding sequence runs through the model: 1, or with
+  /// speculative decoding the last token and k draft tokens to verify (k + 1).
+  int64_t decode_tokens = 1;
 };
 /// The iteration a prefill or decode plan describes (uniform batch).
 IterationShape plan_iteration(const Plan& p);

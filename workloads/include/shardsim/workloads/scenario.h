@@ -148,6 +148,21 @@ struct ServingSpec {
   /// uniformly per request), then its own prompt_tokens (0: no prefix).
   int64_t shared_prefix_tokens = 0;
   int64_t shared_prefix_groups = 0;
+  /// Speculative decoding (0: off): every decode step runs the drafter
+  /// speculative_tokens times to propose that many tokens, then the target
+  /// verifies the last token and the proposals in one pass; each proposal is
+  /// accepted with probability speculative_acceptance, independently, up to
+  /// the first rejection, and the pass adds one token of its own (Leviathan
+  /// et al. 2023, "Fast Inference from Transformers via Speculative
+  /// Decoding"; Chen et al. 2023).
+  int64_t speculative_tokens = 0;
+  double speculative_acceptance = 0;
+  /// The drafter: a model of its own on the replica's devices (a preset;
+  /// draft_model.layers > 0), else a head of draft_layers decoder layers of
+  /// the target's shape that shares its embedding and LM head (EAGLE; the
+  /// multi-token-prediction modules of DeepSeek-V3).
+  ModelSpec draft_model;
+  int64_t draft_layers = 1;
 };
 
 /// A step given as a trace instead of a model and a plan (the scenario's

@@ -83,6 +83,10 @@ struct ServeResult {
   /// preempted request counts again), and how many of them were found cached.
   int64_t admitted_prompt_tokens = 0;
   int64_t prefix_hit_tokens = 0;
+  /// Decode steps of single sequences and the tokens they made (with
+  /// speculative decoding, each step makes the accepted drafts plus one).
+  int64_t decode_steps = 0;
+  int64_t decode_step_tokens = 0;
   /// Inter-token latencies: every gap between two tokens of one request
   /// (the first token excluded), as (gap in seconds, how many), ascending.
   std::vector<std::pair<double, int64_t>> inter_token_s;
