@@ -303,8 +303,13 @@ ServingSearchResult search_serving_plans(const Scenario& base, const ServingLimi
         p.dp = dp;
         p.ep = ep;
         p.global_batch = p.microbatch_size * dp;
+        // A draft model must fit the layout too; speculation on a pipeline
+        // is not modelled (the loader refuses it).
+        const bool speculative = base.serving.speculative_tokens > 0;
         if (check_plan(p, base.model, base.cluster) ||
-            (base.serving.prefill_replicas > 0 && base.serving.prefill_replicas >= dp / ep)) {
+            (base.serving.prefill_replicas > 0 && base.serving.prefill_replicas >= dp / ep) ||
+            (speculative && (pp > 1 || (base.serving.draft_model.layers > 0 &&
+                                        check_plan(p, base.serving.draft_model, base.cluster))))) {
           ++res.invalid;
           continue;
         }

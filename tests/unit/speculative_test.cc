@@ -19,23 +19,23 @@
 namespace shardsim {
 namespace {
 
-double toy_iteration_s(const IterationShape& sh) {
+double spec_toy_iteration_s(const IterationShape& sh) {
   return 0.01 + 1e-5 * static_cast<double>(sh.prefill_tokens) +
          1e-4 * static_cast<double>(sh.decode_sequences * sh.decode_tokens);
 }
-double no_transfer(int64_t) {
+double spec_no_transfer(int64_t) {
   return 0.0;
 }
 
-std::string llama8b(const std::string& serving, const std::string& plan = R"({"phase": "decode", "tp": 1})") {
+std::string spec_llama8b(const std::string& serving, const std::string& plan = R"({"phase": "decode", "tp": 1})") {
   return R"({"model": "llama3-8b", "cluster": {"chip": "h100-sxm", "devices": 1, "fabric": {"kind":
     "nvswitch_fat_tree", "gpus_per_node": 1}}, "plan": )" +
          plan + R"(, "serving": )" + serving + "}";
 }
 
-ServeResult serve(const std::string& serving) {
-  const Scenario s = testing::scenario(llama8b(serving));
-  return simulate_serving(s, serving_requests(s), toy_iteration_s, no_transfer);
+ServeResult spec_serve(const std::string& serving) {
+  const Scenario s = testing::scenario(spec_llama8b(serving));
+  return simulate_serving(s, serving_requests(s), spec_toy_iteration_s, spec_no_transfer);
 }
 
 // One request at a time (closed loop of 1): the prefill makes the first
@@ -44,13 +44,13 @@ ServeResult serve(const std::string& serving) {
 TEST(Speculative, StepsPerRequestByHand) {
   const std::string load = R"("arrivals": "closed_loop", "concurrency": 1, "requests": 5, "prompt_tokens": 100,
                               "output_tokens": 42)";
-  const ServeResult all = serve(R"({"speculative": {"tokens": 3, "acceptance": 1}, )" + load + "}");
+  const ServeResult all = spec_serve(R"({"speculative": {"tokens": 3, "acceptance": 1}, )" + load + "}");
   EXPECT_EQ(all.decode_steps, 5 * 11);  // 41 tokens after the first: 10 steps of 4, one of 1
   EXPECT_EQ(all.decode_step_tokens, 5 * 41);
-  const ServeResult none = serve(R"({"speculative": {"tokens": 3, "acceptance": 0}, )" + load + "}");
+  const ServeResult none = spec_serve(R"({"speculative": {"tokens": 3, "acceptance": 0}, )" + load + "}");
   EXPECT_EQ(none.decode_steps, 5 * 41);
   EXPECT_EQ(none.decode_step_tokens, 5 * 41);
-  const ServeResult off = serve("{" + load + "}");
+  const ServeResult off = spec_serve("{" + load + "}");
   EXPECT_EQ(off.decode_steps, 5 * 41);
   for (const auto& q : all.requests) EXPECT_GT(q.finish_s, 0.0);
   // Verifying 4 tokens a step with nothing accepted only costs more.
@@ -63,8 +63,8 @@ TEST(Speculative, StepsPerRequestByHand) {
 TEST(Speculative, MeanTokensPerStepIsTheClosedForm) {
   for (const auto& [k, a] : {std::pair{3, 0.7}, std::pair{5, 0.5}, std::pair{1, 0.9}}) {
     const ServeResult r =
-        serve(R"({"speculative": {"tokens": )" + std::to_string(k) + R"(, "acceptance": )" + std::to_string(a) +
-              R"(}, "requests": 200, "rate_per_s": 50, "seed": 4, "prompt_tokens": 64,
+        spec_serve(R"({"speculative": {"tokens": )" + std::to_string(k) + R"(, "acceptance": )" + std::to_string(a) +
+                   R"(}, "requests": 200, "rate_per_s": 50, "seed": 4, "prompt_tokens": 64,
                                 "output_tokens": 501})");
     const double expected = (1 - std::pow(a, k + 1)) / (1 - a);
     const double mean = static_cast<double>(r.decode_step_tokens) / static_cast<double>(r.decode_steps);
@@ -76,14 +76,14 @@ TEST(Speculative, MeanTokensPerStepIsTheClosedForm) {
 // Same seed, same acceptances.
 TEST(Speculative, Deterministic) {
   const std::string sv = R"({"speculative": {"tokens": 4, "acceptance": 0.6}, "requests": 50, "rate_per_s": 20})";
-  const ServeResult a = serve(sv), b = serve(sv);
+  const ServeResult a = spec_serve(sv), b = spec_serve(sv);
   ASSERT_EQ(a.requests.size(), b.requests.size());
   for (size_t i = 0; i < a.requests.size(); ++i) EXPECT_EQ(a.requests[i].finish_s, b.requests[i].finish_s);
   EXPECT_EQ(a.decode_step_tokens, b.decode_step_tokens);
   EXPECT_EQ(a.decode_steps, b.decode_steps);
 }
 
-double sum_flops(const ProgramSet& ps, ComputeKind kind) {
+double spec_sum_flops(const ProgramSet& ps, ComputeKind kind) {
   double f = 0;
   for (const Op& o : ps.stages[0].ops()) {
     if (o.kind == OpKind::kCompute && o.compute == kind) f += o.flops.value();
@@ -95,7 +95,7 @@ double sum_flops(const ProgramSet& ps, ComputeKind kind) {
 // attention of t·context + S·t(t+1)/2 query-key pairs at 4·heads·head_dim
 // FLOPs each.
 TEST(Speculative, VerificationStepCostsByHand) {
-  const Scenario s = testing::scenario(llama8b("{}"));
+  const Scenario s = testing::scenario(spec_llama8b("{}"));
   IterationShape verify;
   verify.decode_sequences = 16;
   verify.decode_context = 16 * 1000;
@@ -104,18 +104,18 @@ TEST(Speculative, VerificationStepCostsByHand) {
   wide.decode_sequences = 64;
   wide.decode_tokens = 1;
   const ProgramSet v = lower_iteration(s, verify), w = lower_iteration(s, wide);
-  EXPECT_DOUBLE_EQ(sum_flops(v, ComputeKind::kMatmul), sum_flops(w, ComputeKind::kMatmul));
+  EXPECT_DOUBLE_EQ(spec_sum_flops(v, ComputeKind::kMatmul), spec_sum_flops(w, ComputeKind::kMatmul));
   const double q = static_cast<double>(s.model.heads * s.model.head_dim);
   const double pairs = 4.0 * 16 * 1000 + 16 * (4 * 5 / 2);
-  EXPECT_DOUBLE_EQ(sum_flops(v, ComputeKind::kAttention), 4.0 * q * pairs * s.model.layers);
+  EXPECT_DOUBLE_EQ(spec_sum_flops(v, ComputeKind::kAttention), 4.0 * q * pairs * s.model.layers);
 }
 
 // The drafter's memory comes out of the KV cache: a one-layer head on a
 // 32-layer model adds a 32nd of the cache's bytes per position (and one
 // layer's weights), so the cache holds about 32/33 of its blocks.
 TEST(Speculative, DrafterMemoryComesOutOfTheCache) {
-  const ServeResult off = serve(R"({"requests": 1})");
-  const ServeResult head = serve(R"({"requests": 1, "speculative": {"tokens": 3, "acceptance": 0.5}})");
+  const ServeResult off = spec_serve(R"({"requests": 1})");
+  const ServeResult head = spec_serve(R"({"requests": 1, "speculative": {"tokens": 3, "acceptance": 0.5}})");
   const double ratio = static_cast<double>(head.kv_blocks_per_replica) / static_cast<double>(off.kv_blocks_per_replica);
   EXPECT_LT(ratio, 32.0 / 33.0);
   EXPECT_NEAR(ratio, 32.0 / 33.0, 0.015);
@@ -128,7 +128,7 @@ TEST(Speculative, DrafterMemoryComesOutOfTheCache) {
   EXPECT_EQ(big.serving.draft_model.layers, 32);
 }
 
-std::string error_of(const std::string& json) {
+std::string spec_error_of(const std::string& json) {
   try {
     testing::scenario(json);
   } catch (const InputError& e) {
@@ -139,19 +139,21 @@ std::string error_of(const std::string& json) {
 
 TEST(Speculative, BadInputsNameTheirPath) {
   auto has = [](const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; };
-  EXPECT_TRUE(has(error_of(llama8b(R"({"speculative": 3})")), "/serving/speculative"));
-  EXPECT_TRUE(has(error_of(llama8b(R"({"speculative": {"tokens": 3}})")), "/serving/speculative/acceptance"));
-  EXPECT_TRUE(
-      has(error_of(llama8b(R"({"speculative": {"tokens": 0, "acceptance": 0.5}})")), "/serving/speculative/tokens"));
-  EXPECT_TRUE(has(error_of(llama8b(R"({"speculative": {"tokens": 2, "acceptance": 1.5}})")),
+  EXPECT_TRUE(has(spec_error_of(spec_llama8b(R"({"speculative": 3})")), "/serving/speculative"));
+  EXPECT_TRUE(has(spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 3}})")), "/serving/speculative/acceptance"));
+  EXPECT_TRUE(has(spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 0, "acceptance": 0.5}})")),
+                  "/serving/speculative/tokens"));
+  EXPECT_TRUE(has(spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 1.5}})")),
                   "/serving/speculative/acceptance"));
-  EXPECT_TRUE(has(error_of(llama8b(R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "nope"}})")),
-                  "/serving/speculative/draft_model: unknown model preset"));
-  // Llama 2's 32,000-token vocabulary cannot draft for Llama 3's.
-  EXPECT_TRUE(has(error_of(llama8b(R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "llama2-7b"}})")),
-                  "vocabulary"));
   EXPECT_TRUE(
-      has(error_of(llama8b(
+      has(spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "nope"}})")),
+          "/serving/speculative/draft_model: unknown model preset"));
+  // Llama 2's 32,000-token vocabulary cannot draft for Llama 3's.
+  EXPECT_TRUE(has(
+      spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "llama2-7b"}})")),
+      "vocabulary"));
+  EXPECT_TRUE(
+      has(spec_error_of(spec_llama8b(
               R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "llama3-8b", "draft_layers": 1}})")),
           "/serving/speculative/draft_layers"));
 }

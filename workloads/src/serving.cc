@@ -19,6 +19,20 @@
 //     with probability speculative_acceptance (drawn from the serving seed),
 //     never more than the request still needs; the step's time is the
 //     callback's (target and drafter);
+//   - routing: each arrival goes to the replica with the fewest requests
+//     (waiting or running; ties to the lowest index), or as SGLang's router
+//     routes with its default cache_aware policy (sgl-router
+//     py_src/sglang_router/router_args.py: cache_threshold 0.3,
+//     balance_abs_threshold 64, balance_rel_threshold 1.5; its routing
+//     comment): when the loads are imbalanced (max - min > 64 and max > 1.5 x
+//     min) to the least loaded; otherwise to the replica whose record of
+//     routed prompts matches the most of this one, if more than 0.3 of it,
+//     else to the replica whose record is smallest. The record is the
+//     router's approximate tree of every prompt it sent there (not the
+//     replica's cache): here a prefix id sent there matches its prefix's
+//     tokens, and the record's size counts each prefix once and every
+//     prompt's own tokens (the router's tree eviction, at 2^26 characters,
+//     is not modelled);
 //   - prefix_caching: a prompt that begins with a prefix the replica holds
 //     takes the prefix's full KV blocks from the cache and prefills only the
 //     rest, as vLLM's automatic prefix caching does (Kwon et al.; vLLM
@@ -38,6 +52,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 #include "shardsim/core/error.h"
@@ -197,6 +212,7 @@ class Scheduler {
       reps_[r].free_blocks = res_.kv_blocks_per_replica;
     }
     batches_.resize(reps_.size());
+    routed_.resize(reps_.size());
     open_iteration_.resize(reps_.size(), 0);
     starting_.resize(reps_.size(), false);
     last_token_s_.resize(reqs.size(), 0);
@@ -374,8 +390,48 @@ class Scheduler {
     return true;
   }
 
+  /// SGLang's cache_aware router (see the top of this file).
+  size_t cache_aware(const ServeRequest& q) const {
+    constexpr double kCacheThreshold = 0.3, kBalanceRel = 1.5;
+    constexpr int64_t kBalanceAbs = 64;
+    int64_t lo = INT64_MAX, hi = 0;
+    for (const Replica& rep : reps_) {
+      lo = std::min(lo, rep.load());
+      hi = std::max(hi, rep.load());
+    }
+    if (hi - lo > kBalanceAbs && static_cast<double>(hi) > kBalanceRel * static_cast<double>(lo)) {
+      return least_loaded(true);
+    }
+    size_t best = reps_.size();
+    if (q.prefix_id >= 0 &&
+        static_cast<double>(q.prefix_tokens) / static_cast<double>(q.prompt_tokens) > kCacheThreshold) {
+      for (size_t r = 0; r < reps_.size(); ++r) {
+        if (routed_[r].prefixes.count(q.prefix_id) > 0) {
+          best = r;
+          break;  // every replica that has it matches as much: the first
+        }
+      }
+    }
+    if (best == reps_.size()) {
+      best = 0;
+      for (size_t r = 1; r < reps_.size(); ++r) {
+        if (routed_[r].tokens < routed_[best].tokens) best = r;
+      }
+    }
+    return best;
+  }
+
   void on_arrival(const Event& e) {
-    const size_t r = least_loaded(true);
+    const ServeRequest& q = reqs_[static_cast<size_t>(e.idx)];
+    const bool aware = sv_.routing == ServingSpec::Routing::kCacheAware && sv_.prefill_replicas == 0;
+    const size_t r = aware ? cache_aware(q) : least_loaded(true);
+    if (aware) {
+      // The router records the prompt under the replica it chose.
+      RoutedRecord& rec = routed_[r];
+      const bool fresh = q.prefix_id >= 0 && rec.prefixes.insert(q.prefix_id).second;
+      rec.tokens += q.prompt_tokens - (q.prefix_id >= 0 && !fresh ? q.prefix_tokens : 0);
+    }
+    res_.requests[static_cast<size_t>(e.idx)].replica = static_cast<int32_t>(r);
     reps_[r].waiting.push_back(Seq{e.idx, 0, reqs_[static_cast<size_t>(e.idx)].prompt_tokens, 0, 0});
     starting_[r] = true;
   }
@@ -609,8 +665,14 @@ class Scheduler {
   std::map<double, int64_t> itl_;
   std::vector<int64_t> chunk_;  ///< per request, during one iteration's end: prefill tokens done, or -1 for a decode
   std::vector<Event> heap_;
-  size_t next_issue_ = 0;       ///< closed loop: the next request a freed client sends
-  int64_t clock_ = 0;           ///< counts prefix releases, for LRU order
+  size_t next_issue_ = 0;  ///< closed loop: the next request a freed client sends
+  int64_t clock_ = 0;      ///< counts prefix releases, for LRU order
+  /// The cache_aware router's record of what it sent each replica.
+  struct RoutedRecord {
+    std::set<int64_t> prefixes;
+    int64_t tokens = 0;  ///< its approximate tree's size
+  };
+  std::vector<RoutedRecord> routed_;
   std::mt19937_64 accept_rng_;  ///< draws speculative acceptances
 };
 

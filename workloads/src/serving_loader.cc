@@ -123,6 +123,9 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
   s.iteration_overhead_us = r.number_in("iteration_overhead_us", 0, 1e6, s.iteration_overhead_us);
   s.prefill_replicas = r.int_in("prefill_replicas", 0, 1 << 20, 0);
   s.prefix_caching = r.boolean("prefix_caching", s.prefix_caching);
+  s.routing = r.choice("routing", {"least_loaded", "cache_aware"}, "least_loaded") == "cache_aware"
+                  ? ServingSpec::Routing::kCacheAware
+                  : ServingSpec::Routing::kLeastLoaded;
   if (r.has("speculative")) {
     const Json& sp = r.raw("speculative");
     if (!sp.is_object()) {
@@ -163,6 +166,9 @@ ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario
     r.fail("prefill_replicas", "disaggregation needs fewer prefill replicas (" + std::to_string(s.prefill_replicas) +
                                    ") than serving replicas (plan.dp / plan.ep = " + std::to_string(replicas) +
                                    ") so some replicas decode");
+  }
+  if (s.prefill_replicas > 0 && s.routing == ServingSpec::Routing::kCacheAware) {
+    r.fail("routing", "cache-aware routing with disaggregation is not modelled; use \"least_loaded\"");
   }
   if (s.prefill_replicas > 0 && s.mixed_batches) {
     if (r.has("mixed_batches")) {

@@ -143,6 +143,10 @@ struct ServingSpec {
   /// blocks instead of prefilling them again (vLLM's automatic prefix
   /// caching, SGLang's radix cache, TensorRT-LLM's KV block reuse).
   bool prefix_caching = false;
+  /// How arrivals are spread over replicas: to the one with the fewest
+  /// requests, or as SGLang's router's cache_aware policy does it.
+  enum class Routing { kLeastLoaded, kCacheAware };
+  Routing routing = Routing::kLeastLoaded;
   /// Generated requests: every prompt begins with one of
   /// shared_prefix_groups prefixes of shared_prefix_tokens tokens (drawn
   /// uniformly per request), then its own prompt_tokens (0: no prefix).

@@ -70,6 +70,7 @@ struct ServeRequestResult {
   int64_t output_tokens = 0;
   int32_t preemptions = 0;
   int64_t cached_prompt_tokens = 0;  ///< prompt tokens found in the prefix cache when it was admitted
+  int32_t replica = 0;               ///< the replica its arrival was routed to
 };
 
 struct ServeResult {
