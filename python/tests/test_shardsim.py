@@ -90,6 +90,19 @@ def test_serve_equals_the_cli(cli):
     assert shardsim.serve(SERVE, timing=False) == cli("serve", SERVE, "--json", "--no-timing")
 
 
+def test_serve_speculation_and_prefix_caching_through_overrides():
+    # A draft head proposing 3 tokens at acceptance 0.7 makes about (1 - 0.7^4) / 0.3 = 2.53
+    # tokens per step; a shared prefix is found in the cache by every request but each group's first.
+    spec = shardsim.serve(SERVE, {"serving.requests": 60, "serving.speculative": {"tokens": 3, "acceptance": 0.7}})
+    assert spec["speculative"]["draft_tokens"] == 3
+    assert abs(spec["speculative"]["tokens_per_step"] - 2.533) < 0.1
+    shared = shardsim.serve(
+        SERVE, {"serving.requests": 60, "serving.engine": "vllm", "serving.shared_prefix": {"tokens": 1024, "groups": 2}}
+    )
+    assert shared["prefix_cache"]["enabled"]
+    assert 0 < shared["prefix_cache"]["hit_tokens"] <= 58 * 1024
+
+
 def test_serve_needs_a_serving_object():
     with pytest.raises(shardsim.ScenarioError) as info:
         shardsim.serve("examples/llama3-70b-h100x8-decode.json")
