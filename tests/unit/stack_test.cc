@@ -297,6 +297,39 @@ std::string fp8_scenario(const char* recipe, const char* extra = "") {
          dtype + extra + "}}";
 }
 
+// torchao's row-wise recipes run each slow-accumulation (gradient) GEMM as
+// a tensor-wise cuBLAS GEMM and rescale its bf16 output in a pass of its
+// own (torchao/float8/float8_ops.py addmm_float8_unwrapped): one pass per
+// fp8 gradient GEMM, reading and writing its output (2 + 2 bytes an element
+// compiled); none after bf16 GEMMs (rowwise_gw_hp's wgrad), none for the
+// tensor-wise recipe, and none where the gradient GEMMs accumulate fast.
+TEST(StackMechanisms, RowwiseGradientGemmsRescaleTheirOutput) {
+  auto count = [](const Program& p) {
+    int gemms = 0, rescales = 0;
+    for (const Op& o : p.ops()) {
+      if (o.kind != OpKind::kCompute) continue;
+      if (o.compute == ComputeKind::kMatmul && o.split_accumulator) ++gemms;
+      if (p.name(o) != "fp8 rowwise rescale") continue;
+      ++rescales;
+      // Its GEMM, the op before it, wrote the output it rescales.
+      const Op& gemm = p.ops()[&o - p.ops().data() - 1];
+      EXPECT_EQ(o.bytes_read.value(), gemm.bytes_written.value());
+      EXPECT_EQ(o.bytes_written.value(), gemm.bytes_written.value());
+    }
+    return std::make_pair(gemms, rescales);
+  };
+  const auto [rw_gemms, rw_rescales] = count(stage0(testing::scenario(fp8_scenario("rowwise"))));
+  EXPECT_GT(rw_gemms, 0);
+  EXPECT_EQ(rw_rescales, rw_gemms);
+  // Two layers, two microbatches, 4 linear nodes: rowwise_gw_hp's dgrads only.
+  const auto [hp_gemms, hp_rescales] = count(stage0(testing::scenario(fp8_scenario("rowwise_gw_hp"))));
+  EXPECT_EQ(hp_rescales, hp_gemms);
+  EXPECT_EQ(hp_rescales, 2 * 2 * 4);
+  EXPECT_EQ(count(stage0(testing::scenario(fp8_scenario("tensorwise")))).second, 0);
+  EXPECT_EQ(count(stage0(testing::scenario(fp8_scenario("rowwise", R"(, "fp8_backward_fast_accum": true)")))).second,
+            0);
+}
+
 TEST(StackMechanisms, Fp8RunsLinearGemmsInFp8AndKeepsHeadRouterAndBmmInBf16) {
   const Program p = stage0(testing::scenario(fp8_scenario("delayed", R"(, "attention": "unfused")")));
   int linear = 0, head = 0, bmm = 0;
