@@ -3,7 +3,7 @@
 // prefix has been prefilled, never the prompt's last token; every admitted
 // prompt token is either found cached or prefilled; a cache under memory
 // pressure evicts and still serves every request, deterministically.
-// Iteration times come from a linear toy model, as in serving_test.cc.
+// Iteration times come from a linear toy model (testing::serving_toy_iteration_s).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,13 +18,6 @@
 
 namespace shardsim {
 namespace {
-
-double prefix_toy_iteration_s(const IterationShape& sh) {
-  return 0.01 + 1e-5 * static_cast<double>(sh.prefill_tokens) + 1e-4 * static_cast<double>(sh.decode_sequences);
-}
-double prefix_no_transfer(int64_t) {
-  return 0.0;
-}
 
 std::string prefix_llama8b(const std::string& serving) {
   return R"({"model": "llama3-8b", "cluster": {"chip": "h100-sxm", "devices": 1, "fabric": {"kind":
@@ -73,7 +66,8 @@ TEST(PrefixCache, SequentialRequestsHitTheirPrefixFullBlocks) {
                                                                           {60, 160, 20, 2, 160}});
   const Scenario s = testing::scenario(prefix_llama8b(R"({"engine": "vllm", "trace_file": ")" + trace + R"("})"));
   ASSERT_EQ(s.serving.block_tokens, 16);
-  const ServeResult r = simulate_serving(s, serving_requests(s), prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult r =
+      simulate_serving(s, serving_requests(s), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   const std::vector<int64_t> expect = {0, 0, 96, 96, 0, 0, 144};
   ASSERT_EQ(r.requests.size(), expect.size());
   int64_t hits = 0, prompts = 0;
@@ -92,7 +86,8 @@ TEST(PrefixCache, SequentialRequestsHitTheirPrefixFullBlocks) {
   // Off, the same trace prefills every prompt token.
   const Scenario off = testing::scenario(
       prefix_llama8b(R"({"engine": "vllm", "prefix_caching": false, "trace_file": ")" + trace + R"("})"));
-  const ServeResult o = simulate_serving(off, serving_requests(off), prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult o =
+      simulate_serving(off, serving_requests(off), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   EXPECT_EQ(o.prefix_hit_tokens, 0);
   EXPECT_EQ(prefix_prefilled_tokens(o), prompts);
 }
@@ -102,7 +97,8 @@ TEST(PrefixCache, SequentialRequestsHitTheirPrefixFullBlocks) {
 TEST(PrefixCache, TokenGranularCacheHitsTheWholePrefix) {
   const std::string trace = prefix_write_trace("prefix_sglang.json", {{0, 150, 20, 0, 100}, {10, 150, 20, 0, 100}});
   const Scenario s = testing::scenario(prefix_llama8b(R"({"engine": "sglang", "trace_file": ")" + trace + R"("})"));
-  const ServeResult r = simulate_serving(s, serving_requests(s), prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult r =
+      simulate_serving(s, serving_requests(s), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   EXPECT_EQ(r.requests[1].cached_prompt_tokens, 100);
 }
 
@@ -121,7 +117,7 @@ TEST(PrefixCache, EveryAdmittedTokenIsCachedOrPrefilled) {
     EXPECT_GE(q.prefix_id, 0);
     EXPECT_LT(q.prefix_id, 3);
   }
-  const ServeResult r = simulate_serving(s, reqs, prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult r = simulate_serving(s, reqs, testing::serving_toy_iteration_s, testing::no_kv_transfer);
   ASSERT_EQ(r.preemptions, 0);
   EXPECT_EQ(prefix_prefilled_tokens(r), r.admitted_prompt_tokens - r.prefix_hit_tokens);
   // A hit is the prefix's 62 full blocks; each group's first request misses,
@@ -139,7 +135,8 @@ TEST(PrefixCache, EveryAdmittedTokenIsCachedOrPrefilled) {
   const Scenario burst = testing::scenario(prefix_llama8b(
       R"({"engine": "vllm", "arrivals": "burst", "requests": 64, "shared_prefix": {"tokens": 1000, "groups": 2},
           "prompt_tokens": 100, "output_tokens": 30})"));
-  const ServeResult b = simulate_serving(burst, serving_requests(burst), prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult b =
+      simulate_serving(burst, serving_requests(burst), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   EXPECT_GT(b.prefix_hit_tokens, 0);
   EXPECT_LT(b.prefix_hit_tokens, (64 - 2) * 992);
   EXPECT_EQ(prefix_prefilled_tokens(b), b.admitted_prompt_tokens - b.prefix_hit_tokens);
@@ -157,15 +154,17 @@ TEST(PrefixCache, MemoryPressureEvictsAndStillServesEveryRequest) {
   const Scenario tight =
       testing::scenario(prefix_llama8b(R"({"engine": "vllm", "kv_memory_fraction": 0.215, )" + load + "}"));
   const Scenario ample = testing::scenario(prefix_llama8b(R"({"engine": "vllm", )" + load + "}"));
-  const ServeResult t = simulate_serving(tight, serving_requests(tight), prefix_toy_iteration_s, prefix_no_transfer);
-  const ServeResult a = simulate_serving(ample, serving_requests(ample), prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult t =
+      simulate_serving(tight, serving_requests(tight), testing::serving_toy_iteration_s, testing::no_kv_transfer);
+  const ServeResult a =
+      simulate_serving(ample, serving_requests(ample), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   ASSERT_LT(t.kv_blocks_per_replica * 16, 12 * 2048 + 40 * 2500);  // not every prefix fits beside the load
   for (const auto& q : t.requests) EXPECT_GT(q.finish_s, 0.0);
   for (const auto& it : t.iterations) EXPECT_LE(it.kv_used, 1.0 + 1e-12);
   EXPECT_GT(t.prefix_hit_tokens, 0);
   EXPECT_LT(t.prefix_hit_tokens, a.prefix_hit_tokens);
   const ServeResult again =
-      simulate_serving(tight, serving_requests(tight), prefix_toy_iteration_s, prefix_no_transfer);
+      simulate_serving(tight, serving_requests(tight), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   ASSERT_EQ(again.requests.size(), t.requests.size());
   for (size_t i = 0; i < t.requests.size(); ++i) {
     EXPECT_EQ(again.requests[i].finish_s, t.requests[i].finish_s);
@@ -180,7 +179,8 @@ TEST(PrefixCache, ReservedOutputHitsToo) {
   const Scenario s = testing::scenario(prefix_llama8b(
       R"({"engine": "trtllm", "max_batch": 64, "max_batched_tokens": 4096, "requests": 100, "rate_per_s": 10,
           "seed": 2, "shared_prefix": {"tokens": 512, "groups": 2}, "prompt_tokens": 64, "output_tokens": 64})"));
-  const ServeResult r = simulate_serving(s, serving_requests(s), prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult r =
+      simulate_serving(s, serving_requests(s), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   EXPECT_EQ(r.preemptions, 0);
   EXPECT_GT(r.prefix_hit_tokens, 90 * 512);  // blocks of 32: the whole 512-token prefix
   EXPECT_EQ(prefix_prefilled_tokens(r), r.admitted_prompt_tokens - r.prefix_hit_tokens);
@@ -204,8 +204,8 @@ TEST(PrefixCache, CacheAwareRoutingKeepsAPrefixOnOneReplica) {
       testing::scenario(prefix_two_replicas(R"({"engine": "sglang", "routing": "cache_aware", )" + load));
   const Scenario spread = testing::scenario(prefix_two_replicas(R"({"engine": "sglang", )" + load));
   const auto reqs = serving_requests(aware);
-  const ServeResult a = simulate_serving(aware, reqs, prefix_toy_iteration_s, prefix_no_transfer);
-  const ServeResult b = simulate_serving(spread, reqs, prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult a = simulate_serving(aware, reqs, testing::serving_toy_iteration_s, testing::no_kv_transfer);
+  const ServeResult b = simulate_serving(spread, reqs, testing::serving_toy_iteration_s, testing::no_kv_transfer);
   std::map<int64_t, std::set<int32_t>> where;
   std::set<int32_t> used;
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -225,7 +225,8 @@ TEST(PrefixCache, CacheAwareRoutingBalancesAnImbalance) {
   const Scenario s = testing::scenario(prefix_two_replicas(
       R"({"engine": "sglang", "routing": "cache_aware", "arrivals": "burst", "requests": 200,
           "shared_prefix": {"tokens": 1000, "groups": 1}, "prompt_tokens": 50, "output_tokens": 10})"));
-  const ServeResult r = simulate_serving(s, serving_requests(s), prefix_toy_iteration_s, prefix_no_transfer);
+  const ServeResult r =
+      simulate_serving(s, serving_requests(s), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   for (size_t i = 0; i < 65; ++i) EXPECT_EQ(r.requests[i].replica, 0) << i;
   EXPECT_EQ(r.requests[65].replica, 1);
   int on_one = 0;
@@ -233,27 +234,19 @@ TEST(PrefixCache, CacheAwareRoutingBalancesAnImbalance) {
   EXPECT_GT(on_one, 50);
 }
 
-std::string prefix_error_of(const std::string& json) {
-  try {
-    testing::scenario(json);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(PrefixCache, BadInputsNameTheirPath) {
-  EXPECT_NE(prefix_error_of(prefix_llama8b(R"({"shared_prefix": 100})")).find("/serving/shared_prefix"),
+  EXPECT_NE(testing::input_error_of(prefix_llama8b(R"({"shared_prefix": 100})")).find("/serving/shared_prefix"),
             std::string::npos);
-  EXPECT_NE(prefix_error_of(prefix_llama8b(R"({"shared_prefix": {"tokens": 0, "groups": 2}})"))
+  EXPECT_NE(testing::input_error_of(prefix_llama8b(R"({"shared_prefix": {"tokens": 0, "groups": 2}})"))
                 .find("/serving/shared_prefix/tokens"),
             std::string::npos);
-  EXPECT_NE(prefix_error_of(prefix_llama8b(R"({"prefix_caching": "yes"})")).find("/serving/prefix_caching"),
+  EXPECT_NE(testing::input_error_of(prefix_llama8b(R"({"prefix_caching": "yes"})")).find("/serving/prefix_caching"),
             std::string::npos);
-  EXPECT_NE(prefix_error_of(prefix_llama8b(R"({"routing": "nearest"})")).find("/serving/routing"), std::string::npos);
+  EXPECT_NE(testing::input_error_of(prefix_llama8b(R"({"routing": "nearest"})")).find("/serving/routing"),
+            std::string::npos);
   // A trace gives each request's prefix: the generator's is refused beside it.
   const std::string trace = prefix_write_trace("prefix_ok.json", {{0, 150, 20, 0, 100}});
-  EXPECT_NE(prefix_error_of(
+  EXPECT_NE(testing::input_error_of(
                 prefix_llama8b(R"({"trace_file": ")" + trace + R"(", "shared_prefix": {"tokens": 10, "groups": 1}})"))
                 .find("/serving/shared_prefix"),
             std::string::npos);

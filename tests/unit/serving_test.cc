@@ -16,13 +16,6 @@
 namespace shardsim {
 namespace {
 
-double serving_toy_iteration_s(const IterationShape& sh) {
-  return 0.01 + 1e-5 * static_cast<double>(sh.prefill_tokens) + 1e-4 * static_cast<double>(sh.decode_sequences);
-}
-double no_transfer(int64_t) {
-  return 0.0;
-}
-
 std::string scenario_text(const std::string& serving, const std::string& chip = "h100-sxm", int tp = 1) {
   return R"({"model": "llama3-8b", "cluster": {"chip": ")" + chip + R"(", "devices": )" + std::to_string(tp) +
          R"(, "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": )" + std::to_string(tp) +
@@ -36,7 +29,7 @@ TEST(ServingModes, BurstQueuesEveryRequestBeforeTheFirstIteration) {
       R"({"arrivals": "burst", "requests": 40, "prompt_tokens": 100, "output_tokens": 20, "max_batched_tokens": 1000})"));
   const auto reqs = serving_requests(s);
   for (const auto& q : reqs) EXPECT_EQ(q.arrival_s, 0.0);
-  const ServeResult r = simulate_serving(s, reqs, serving_toy_iteration_s, no_transfer);
+  const ServeResult r = simulate_serving(s, reqs, testing::serving_toy_iteration_s, testing::no_kv_transfer);
   ASSERT_FALSE(r.iterations.empty());
   EXPECT_EQ(r.iterations.front().start_s, 0.0);
   EXPECT_EQ(r.iterations.front().shape.prefill_tokens, 1000);  // 10 prompts of 100 fill the budget
@@ -49,7 +42,8 @@ TEST(ServingModes, ClosedLoopKeepsItsClientsBusy) {
   const Scenario s = testing::scenario(scenario_text(
       R"({"arrivals": "closed_loop", "concurrency": 4, "requests": 30, "prompt_tokens": {"dist": "uniform", "min": 10,
           "max": 300}, "output_tokens": {"dist": "uniform", "min": 5, "max": 50}})"));
-  const ServeResult r = simulate_serving(s, serving_requests(s), serving_toy_iteration_s, no_transfer);
+  const ServeResult r =
+      simulate_serving(s, serving_requests(s), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   std::vector<double> finishes;
   for (const auto& q : r.requests) finishes.push_back(q.finish_s);
   for (size_t i = 0; i < r.requests.size(); ++i) {
@@ -73,8 +67,10 @@ TEST(ServingModes, ReservingTheOutputNeverPreempts) {
          "prompt_tokens": {"dist": "uniform", "min": 100, "max": 1000}, "output_tokens": {"dist": "uniform", "min": 100, "max": 600})";
   const Scenario on_demand = testing::scenario(scenario_text("{" + load + "}"));
   const Scenario reserve = testing::scenario(scenario_text(R"({"admission": "reserve_output", )" + load + "}"));
-  const ServeResult a = simulate_serving(on_demand, serving_requests(on_demand), serving_toy_iteration_s, no_transfer);
-  const ServeResult b = simulate_serving(reserve, serving_requests(reserve), serving_toy_iteration_s, no_transfer);
+  const ServeResult a = simulate_serving(on_demand, serving_requests(on_demand), testing::serving_toy_iteration_s,
+                                         testing::no_kv_transfer);
+  const ServeResult b =
+      simulate_serving(reserve, serving_requests(reserve), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   EXPECT_GT(a.preemptions, 0);
   EXPECT_EQ(b.preemptions, 0);
   for (const auto& q : b.requests) EXPECT_GT(q.finish_s, 0.0);
@@ -85,11 +81,12 @@ TEST(ServingModes, ReservingTheOutputNeverPreempts) {
 TEST(ServingModes, InterTokenLatenciesAreTheGapsARequestSees) {
   const Scenario s = testing::scenario(
       scenario_text(R"({"arrivals": "burst", "requests": 1, "prompt_tokens": 50, "output_tokens": 11})"));
-  const ServeResult r = simulate_serving(s, serving_requests(s), serving_toy_iteration_s, no_transfer);
+  const ServeResult r =
+      simulate_serving(s, serving_requests(s), testing::serving_toy_iteration_s, testing::no_kv_transfer);
   int64_t gaps = 0;
   for (const auto& [gap, count] : r.inter_token_s) {
     gaps += count;
-    EXPECT_NEAR(gap, serving_toy_iteration_s(IterationShape{0, 0, 0, 1, 0}), 1e-12);
+    EXPECT_NEAR(gap, testing::serving_toy_iteration_s(IterationShape{0, 0, 0, 1, 0}), 1e-12);
   }
   EXPECT_EQ(gaps, 10);
 }
@@ -143,7 +140,8 @@ TEST(ServingEngines, TrtllmCacheExcludesTheCudaContext) {
   EXPECT_EQ(with.serving.runtime_reserved_bytes, cuda_context_bytes());
   EXPECT_EQ(cuda_context_bytes(), 470 << 20);
   auto blocks = [](const Scenario& s) {
-    return simulate_serving(s, serving_requests(s), serving_toy_iteration_s, no_transfer).kv_blocks_per_replica;
+    return simulate_serving(s, serving_requests(s), testing::serving_toy_iteration_s, testing::no_kv_transfer)
+        .kv_blocks_per_replica;
   };
   const double block_bytes = 32.0 * 131072;
   const double expected = 0.9 * static_cast<double>(cuda_context_bytes()) / block_bytes;  // 105.75 blocks

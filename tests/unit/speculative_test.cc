@@ -5,7 +5,7 @@
 // (1 - a^(k+1)) / (1 - a); a verification step of t tokens costs the
 // target's GEMMs t tokens per sequence and its attention t·context +
 // t(t+1)/2 pairs; the drafter's KV and weights come out of the cache.
-// Iteration times come from a linear toy model, as in serving_test.cc.
+// Iteration times come from a linear toy model (testing::serving_toy_iteration_s).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,14 +19,6 @@
 namespace shardsim {
 namespace {
 
-double spec_toy_iteration_s(const IterationShape& sh) {
-  return 0.01 + 1e-5 * static_cast<double>(sh.prefill_tokens) +
-         1e-4 * static_cast<double>(sh.decode_sequences * sh.decode_tokens);
-}
-double spec_no_transfer(int64_t) {
-  return 0.0;
-}
-
 std::string spec_llama8b(const std::string& serving, const std::string& plan = R"({"phase": "decode", "tp": 1})") {
   return R"({"model": "llama3-8b", "cluster": {"chip": "h100-sxm", "devices": 1, "fabric": {"kind":
     "nvswitch_fat_tree", "gpus_per_node": 1}}, "plan": )" +
@@ -35,7 +27,7 @@ std::string spec_llama8b(const std::string& serving, const std::string& plan = R
 
 ServeResult spec_serve(const std::string& serving) {
   const Scenario s = testing::scenario(spec_llama8b(serving));
-  return simulate_serving(s, serving_requests(s), spec_toy_iteration_s, spec_no_transfer);
+  return simulate_serving(s, serving_requests(s), testing::serving_toy_iteration_s, testing::no_kv_transfer);
 }
 
 // One request at a time (closed loop of 1): the prefill makes the first
@@ -128,32 +120,24 @@ TEST(Speculative, DrafterMemoryComesOutOfTheCache) {
   EXPECT_EQ(big.serving.draft_model.layers, 32);
 }
 
-std::string spec_error_of(const std::string& json) {
-  try {
-    testing::scenario(json);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(Speculative, BadInputsNameTheirPath) {
   auto has = [](const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; };
-  EXPECT_TRUE(has(spec_error_of(spec_llama8b(R"({"speculative": 3})")), "/serving/speculative"));
-  EXPECT_TRUE(has(spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 3}})")), "/serving/speculative/acceptance"));
-  EXPECT_TRUE(has(spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 0, "acceptance": 0.5}})")),
-                  "/serving/speculative/tokens"));
-  EXPECT_TRUE(has(spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 1.5}})")),
+  EXPECT_TRUE(has(testing::input_error_of(spec_llama8b(R"({"speculative": 3})")), "/serving/speculative"));
+  EXPECT_TRUE(has(testing::input_error_of(spec_llama8b(R"({"speculative": {"tokens": 3}})")),
                   "/serving/speculative/acceptance"));
-  EXPECT_TRUE(
-      has(spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "nope"}})")),
-          "/serving/speculative/draft_model: unknown model preset"));
+  EXPECT_TRUE(has(testing::input_error_of(spec_llama8b(R"({"speculative": {"tokens": 0, "acceptance": 0.5}})")),
+                  "/serving/speculative/tokens"));
+  EXPECT_TRUE(has(testing::input_error_of(spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 1.5}})")),
+                  "/serving/speculative/acceptance"));
+  EXPECT_TRUE(has(testing::input_error_of(
+                      spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "nope"}})")),
+                  "/serving/speculative/draft_model: unknown model preset"));
   // Llama 2's 32,000-token vocabulary cannot draft for Llama 3's.
-  EXPECT_TRUE(has(
-      spec_error_of(spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "llama2-7b"}})")),
-      "vocabulary"));
+  EXPECT_TRUE(has(testing::input_error_of(
+                      spec_llama8b(R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "llama2-7b"}})")),
+                  "vocabulary"));
   EXPECT_TRUE(
-      has(spec_error_of(spec_llama8b(
+      has(testing::input_error_of(spec_llama8b(
               R"({"speculative": {"tokens": 2, "acceptance": 0.5, "draft_model": "llama3-8b", "draft_layers": 1}})")),
           "/serving/speculative/draft_layers"));
 }

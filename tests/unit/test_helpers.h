@@ -12,6 +12,7 @@
 #include "shardsim/core/error.h"
 #include "shardsim/core/program.h"
 #include "shardsim/topology/topology.h"
+#include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/scenario.h"
 
@@ -46,6 +47,28 @@ inline Op compute_ms(double ms) {
 /// A scenario from inline JSON text.
 inline Scenario scenario(const std::string& json, const std::vector<Override>& sets = {}) {
   return parse_scenario(json, "test.json", sets);
+}
+
+/// The message of the InputError loading `json` raises ("no error" if none).
+inline std::string input_error_of(const std::string& json) {
+  try {
+    scenario(json);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+/// A serving iteration's time in a linear toy model (seconds): 10 ms, 10 us
+/// a prompt token and 100 us a token decoded or verified, so the serving
+/// tests do not depend on the simulator.
+inline double serving_toy_iteration_s(const IterationShape& sh) {
+  return 0.01 + 1e-5 * static_cast<double>(sh.prefill_tokens) +
+         1e-4 * static_cast<double>(sh.decode_sequences * sh.decode_tokens);
+}
+/// A disaggregated KV handoff that takes no time.
+inline double no_kv_transfer(int64_t /*prompt_tokens*/) {
+  return 0.0;
 }
 
 /// The bytes of the memory report's component `name` (a test failure, and
