@@ -147,23 +147,26 @@ ServeSummary run_serving(const Scenario& s) {
   // one token of each decoding sequence, then k - 1 decode passes.
   const int64_t k = s.serving.speculative_tokens;
   Scenario drafter = s;
-  if (s.serving.draft_model.layers > 0) {
-    drafter.model = s.serving.draft_model;
-  } else {
-    drafter.model.layers = s.serving.draft_layers;
+  std::unique_ptr<IterationTimer> draft_timer;  // built only when speculating
+  if (k > 0) {
+    if (s.serving.draft_model.layers > 0) {
+      drafter.model = s.serving.draft_model;
+    } else {
+      drafter.model.layers = s.serving.draft_layers;
+    }
+    draft_timer = std::make_unique<IterationTimer>(drafter);
   }
-  IterationTimer draft_timer(drafter);
   auto iteration_s = [&](const IterationShape& sh) {
     double t = timer(sh);
-    if (k == 0) return t;
+    if (!draft_timer) return t;
     IterationShape first = sh;
     first.decode_tokens = 1;
-    t += draft_timer(first);
+    t += (*draft_timer)(first);
     if (k > 1 && sh.decode_sequences > 0) {
       IterationShape step;
       step.decode_sequences = sh.decode_sequences;
       step.decode_context = sh.decode_context + sh.decode_sequences;
-      t += static_cast<double>(k - 1) * draft_timer(step);
+      t += static_cast<double>(k - 1) * (*draft_timer)(step);
     }
     return t;
   };
@@ -209,7 +212,7 @@ ServeSummary run_serving(const Scenario& s) {
   }
   out.kv_mean_used = time > 0 ? area / time : 0;
   out.replicas = s.plan.dp / s.plan.ep;
-  out.distinct_iterations_simulated = timer.simulations() + draft_timer.simulations();
+  out.distinct_iterations_simulated = timer.simulations() + (draft_timer ? draft_timer->simulations() : 0);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

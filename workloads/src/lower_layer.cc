@@ -443,6 +443,22 @@ OpId StageLowering::fp8_backward_casts(Node n, int32_t L, OpId dep) {
   return cast_op(L, Pass::kBackward, read, written, {dep});
 }
 
+// torchao's row-wise recipes run their slow-accumulation (gradient) GEMMs
+// as cuBLAS tensor-wise GEMMs with unit scales and multiply the bf16 output
+// by the outer product of the row and column scales after it ("The rowwise
+// CUTLASS-based kernel is so slow without fast-accum that we'd rather use
+// the tensorwise cuBLAS-based kernel and do the scaling manually
+// afterwards": pytorch/ao torchao/float8/float8_ops.py
+// addmm_float8_unwrapped, since #1377, 2024-12). Compiled, one fused pass
+// (read 2, write 2 bytes an element); eager, the outer product is written
+// in fp32 first (4) and read back by the multiply (2 + 4, 2).
+OpId StageLowering::rowwise_rescale(OpId gemm, const Op& o, int32_t layer, Pass pass, int64_t elems) {
+  using R = Plan::Fp8Recipe;
+  if (!o.split_accumulator || (p_.fp8_recipe != R::kRowwise && p_.fp8_recipe != R::kRowwiseGwHp)) return gemm;
+  const int64_t bytes = (p_.compile ? 2 : 6) * elems;
+  return memop(ComputeKind::kElementwise, "fp8 rowwise rescale", layer, pass, elems, bytes, bytes, 1, {gemm});
+}
+
 /// One quantisation kernel: `read` bytes of bf16 in (2 bytes an element),
 /// `written` out; two FLOPs per element read (scale and convert).
 OpId StageLowering::cast_op(int32_t L, Pass pass, double read, double written, const std::vector<OpId>& deps) {

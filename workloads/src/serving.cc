@@ -58,6 +58,7 @@
 #include "shardsim/core/error.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/serving.h"
+#include "uniform01.h"
 
 namespace shardsim {
 namespace {
@@ -423,7 +424,7 @@ class Scheduler {
 
   void on_arrival(const Event& e) {
     const ServeRequest& q = reqs_[static_cast<size_t>(e.idx)];
-    const bool aware = sv_.routing == ServingSpec::Routing::kCacheAware && sv_.prefill_replicas == 0;
+    const bool aware = sv_.routing == ServingSpec::Routing::kCacheAware;  // the loader refuses it disaggregated
     const size_t r = aware ? cache_aware(q) : least_loaded(true);
     if (aware) {
       // The router records the prompt under the replica it chose.
@@ -517,8 +518,7 @@ class Scheduler {
       // Drafts accepted in order until the first rejection, then the
       // target's own token; no more than the request still needs.
       int64_t accepted = 0;
-      while (accepted < sv_.speculative_tokens &&
-             static_cast<double>(accept_rng_() >> 11) * 0x1.0p-53 < sv_.speculative_acceptance) {
+      while (accepted < sv_.speculative_tokens && detail::uniform01(accept_rng_) < sv_.speculative_acceptance) {
         ++accepted;
       }
       made = std::min(accepted + 1, res_.requests[static_cast<size_t>(q.id)].output_tokens - q.generated);

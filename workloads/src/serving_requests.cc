@@ -9,15 +9,12 @@
 #include "shardsim/core/error.h"
 #include "shardsim/core/read_file.h"
 #include "shardsim/workloads/serving.h"
+#include "uniform01.h"
 
 namespace shardsim {
 namespace {
 
-/// Uniform on [0, 1) from the top 53 bits of mt19937_64, whose output the
-/// standard fixes (std::*_distribution's are not, so they are not used).
-double uniform01(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
+using detail::uniform01;
 
 int64_t draw_length(const LengthDistribution& d, std::mt19937_64& rng) {
   switch (d.kind) {

@@ -273,23 +273,7 @@ class StageLowering {
     o.mem_transient = Bytes(operands == Operands::kWeights      ? a + c
                             : operands == Operands::kWeightGrad ? a + bmat
                                                                 : a + bmat + c);
-    const OpId gemm = b_.add(o, deps);
-    if (!o.split_accumulator ||
-        (p_.fp8_recipe != Plan::Fp8Recipe::kRowwise && p_.fp8_recipe != Plan::Fp8Recipe::kRowwiseGwHp)) {
-      return gemm;
-    }
-    // torchao's row-wise recipes run their slow-accumulation (gradient)
-    // GEMMs as cuBLAS tensor-wise GEMMs with unit scales and multiply the
-    // bf16 output by the outer product of the row and column scales after
-    // it ("The rowwise CUTLASS-based kernel is so slow without fast-accum
-    // that we'd rather use the tensorwise cuBLAS-based kernel and do the
-    // scaling manually afterwards": pytorch/ao torchao/float8/float8_ops.py
-    // addmm_float8_unwrapped, since #1377, 2024-12). Compiled, one fused
-    // pass (read 2, write 2 bytes an element); eager, the outer product is
-    // written in fp32 first (4) and read back by the multiply (2 + 4, 2).
-    const int64_t elems = batch * m * n;
-    return memop(ComputeKind::kElementwise, "fp8 rowwise rescale", layer, pass, elems, (p_.compile ? 2 : 6) * elems,
-                 (p_.compile ? 2 : 6) * elems, 1, {gemm});
+    return rowwise_rescale(b_.add(o, deps), o, layer, pass, batch * m * n);
   }
 
   OpId memop(ComputeKind kind, std::string_view name, int32_t layer, Pass pass, int64_t elems, int64_t read_b,
@@ -586,6 +570,9 @@ class StageLowering {
   /// ends. Returns the last node's op.
   OpId emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId in, OpId weights, LayerOps& ops);
   OpId cast_op(int32_t L, Pass pass, double read, double written, const std::vector<OpId>& deps);
+  /// After GEMM `gemm` (op `o`, `elems` outputs): torchao's row-wise rescale
+  /// pass where its recipe takes one, else `gemm` (lower_layer.cc).
+  OpId rowwise_rescale(OpId gemm, const Op& o, int32_t layer, Pass pass, int64_t elems);
   OpId layer_forward(int32_t L, OpId in, OpId weights) {
     LayerOps ops;
     return emit_layer(L, Pass::kForward, graph(L).present_nodes(), in, weights, ops);
