@@ -9,7 +9,7 @@
 #   scripts/gpu_bundle.sh [BUILD] [OUT.tar.xz]     (default build, gpu-bundle.tar.xz)
 #
 # On the GPU machine, as root, in a checkout of the same commit:
-#   scripts/gpu_check.sh OUT.tar.xz RESULTS_DIR
+#   scripts/gpu_check.sh OUT.tar.xz RESULTS_DIR CHIP
 # unpacks it (replacing that machine's own Open MPI and PMIx plugins, which
 # a Debian-built libmpi cannot load) and runs the CUDA checks
 # (docs/realexec.md, "Runs on a GPU"). Needs dpkg (Debian or Ubuntu here).

@@ -3,24 +3,27 @@
 # bundle made by scripts/gpu_bundle.sh, run as root in a checkout of the
 # commit the bundle was built from:
 #
-#   scripts/gpu_check.sh BUNDLE.tar.xz RESULTS_DIR
+#   scripts/gpu_check.sh BUNDLE.tar.xz RESULTS_DIR CHIP
+#
+# CHIP names the GPU's preset (h100, h200, ...): the profile is written as
+# RESULTS_DIR/CHIP-cuda.profile.json.
 #
 # 1. the unit test of the kernels against the CPU references, a one-GPU run
 #    with --verify in bf16 and in fp8;
-# 2. `shardsim calibrate --backend cuda` -> RESULTS_DIR/h200-cuda.profile.json
-#    (named for the chip it was written for: rename for another GPU);
+# 2. `shardsim calibrate --backend cuda` -> RESULTS_DIR/CHIP-cuda.profile.json;
 # 3. every variant of examples/validation/realexec/variants.json run for real
 #    (5 steps after 2 warm-up) -> RESULTS_DIR/measured/NAME.run.json, and its
 #    simulation with that profile, compared.
-# examples/validation/realexec/make_scenarios.py turns RESULTS_DIR into the
-# validation rows. Each step reports its exit status and the run goes on.
+# examples/validation/realexec/make_scenarios.py RESULTS_DIR CHIP SPLIT turns
+# RESULTS_DIR into the validation rows. Each step reports its exit status and the run goes on.
 set -u
-if [ $# -ne 2 ] || [ ! -f "$1" ]; then
-  echo "usage: scripts/gpu_check.sh BUNDLE.tar.xz RESULTS_DIR" >&2
+if [ $# -ne 3 ] || [ ! -f "$1" ] || [[ ! "$3" =~ ^[a-z0-9-]+$ ]]; then
+  echo "usage: scripts/gpu_check.sh BUNDLE.tar.xz RESULTS_DIR CHIP (CHIP: lower case, e.g. h100)" >&2
   exit 2
 fi
 bundle=$(realpath "$1")
 results=$2
+chip=$3
 cd "$(dirname "$0")/.."
 mkdir -p "$results/measured"
 results=$(realpath "$results")
@@ -58,7 +61,7 @@ timeout 150 shardsim run examples/validation/realexec/base.json --backend cuda -
   --set model.layers=2 --set plan.global_batch=2 --steps 1 --warmup 0 --verify --timeout-s 120
 echo "rc $?"; mpirun_logs
 step calibrate
-profile="$results/h200-cuda.profile.json"
+profile="$results/$chip-cuda.profile.json"
 timeout 200 shardsim calibrate --backend cuda --ranks 1 --out "$profile" --timeout-s 180
 echo "rc $?"; mpirun_logs
 
