@@ -16,6 +16,16 @@
 // tile count leaves the last wave part-empty, or whose dimensions are not
 // tile multiples, wastes the rest. Other ops (norms, elementwise, loss,
 // embedding, optimizer) are bound by HBM traffic.
+//
+// A matmul's or attention's HBM term carries the chip's
+// memory_bound_matmul_extra / memory_bound_attention_extra, so a kernel bound
+// by its bytes (decode: a few rows against a weight or a KV cache read once)
+// pays it: the split-K reduction, ramp-up and drain such kernels add over a
+// streaming kernel of their bytes,
+//   time = launch + max(FLOPs / rate, bytes / bandwidth + extra).
+// Measured on H100 as the mean of T - bytes / (HBM bw · memory_efficiency)
+// over graphed cuBLAS decode GEMMs (4-470 MB) and cuDNN decode attention
+// (under 300 MB of cache), less the graphed launch (bench/fit_decode_kernels.py).
 #include "shardsim/sim/compute_model.h"
 
 #include <algorithm>
@@ -111,7 +121,14 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
   } else if (op.compute == ComputeKind::kAttention) {
     flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * attention_efficiency(op, chip));
   }
-  return (op.graphed ? chip.graph_launch_overhead : chip.launch_overhead) + to_sim_time(std::max(mem_s, flop_s));
+  // The extra belongs to the memory-bound kernel's time: inside the max, so
+  // the time stays continuous and monotone in both terms (a matmul slowed by
+  // SMs lent to a collective never gets faster).
+  double extra_s = 0;
+  if (op.compute == ComputeKind::kMatmul) extra_s = chip.memory_bound_matmul_extra.seconds();
+  if (op.compute == ComputeKind::kAttention) extra_s = chip.memory_bound_attention_extra.seconds();
+  return (op.graphed ? chip.graph_launch_overhead : chip.launch_overhead) +
+         to_sim_time(std::max(mem_s + extra_s, flop_s));
 }
 
 SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile& profile) {

@@ -273,6 +273,50 @@ TEST(ComputeModel, MemoryBoundOpsFollowHbmBandwidth) {
   EXPECT_EQ(compute_time(o, c).ps(), 4'000'000'000);  // 2 GB at 0.5 TB/s: 4 ms
 }
 
+// A decode-shaped matmul (one row against a weight read once) and decode
+// attention are bound by their bytes and pay the chip's extra fixed time for
+// such kernels; the same kinds bound by their FLOPs, and memory-bound ops of
+// other kinds, do not.
+TEST(ComputeModel, MemoryBoundMatmulAndAttentionPayTheirExtra) {
+  ChipSpec c = simple_chip();  // 1 TFLOP/s, 1 TB/s
+  c.graph_launch_overhead = microseconds(2);
+  c.memory_bound_matmul_extra = microseconds(1.5);
+  c.memory_bound_attention_extra = microseconds(3);
+  c.tile_m = c.tile_n = c.tile_k = 1;  // no tile padding of the one row
+  Op gemv;
+  gemv.compute = ComputeKind::kMatmul;
+  gemv.graphed = true;
+  gemv.m = 1;
+  gemv.n = gemv.k = 4096;
+  gemv.flops = Flops(2.0 * 4096 * 4096);                        // 34 us at 1 TFLOP/s
+  gemv.bytes_read = Bytes(int64_t{2} * 4096 * 4096 + 100'000);  // weight and rows: 34 us at 1 TB/s, the larger
+  EXPECT_NEAR(compute_time(gemv, c).seconds(), 3.5e-6 + static_cast<double>(gemv.bytes_read.value()) / 1e12, 1e-11);
+  // With SMs lent to a collective its FLOPs take longer than its bytes: it
+  // turns compute-bound and never gets faster than alone.
+  // (An extra of 10 us puts its FLOPs beside a collective, 41 us, between
+  // its bytes, 34 us, and bytes + extra, 44 us: where charging the extra only
+  // to memory-bound kernels would make the slower chip faster.)
+  ChipSpec sms = c;
+  sms.compute_units = 132;
+  sms.comm_compute_units = 24;
+  sms.memory_bound_matmul_extra = microseconds(10);
+  EXPECT_GE(compute_time(gemv, chip_beside_communication(sms, 0)).ps(), compute_time(gemv, sms).ps());
+  Op gemm = gemv;
+  gemm.flops = Flops(2.0 * 1e9);  // 2 ms of FLOPs: compute-bound
+  EXPECT_NEAR(compute_time(gemm, c).seconds(), 2e-6 + 2e-3, 1e-11);
+  Op decode_attention;
+  decode_attention.compute = ComputeKind::kAttention;
+  decode_attention.graphed = true;
+  decode_attention.flops = Flops(1e6);
+  decode_attention.bytes_read = Bytes(10'000'000);  // 10 us of cache
+  EXPECT_NEAR(compute_time(decode_attention, c).seconds(), 5e-6 + 10e-6, 1e-11);
+  Op norm;
+  norm.compute = ComputeKind::kNorm;
+  norm.graphed = true;
+  norm.bytes_read = Bytes(10'000'000);
+  EXPECT_NEAR(compute_time(norm, c).seconds(), 2e-6 + 10e-6, 1e-11);
+}
+
 }  // namespace
 }  // namespace shardsim
 

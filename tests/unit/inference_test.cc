@@ -35,9 +35,13 @@ double decode_weight_bytes(const ModelSpec& m, int64_t tp, int bytes_per_weight)
 /// Kernels of a dense decode step, each paying the chip's per-kernel time in
 /// a CUDA graph: per layer two norms, QKV, RoPE + KV append, attention, the
 /// output projection, MLP up, its activation and MLP down; then the
-/// embedding, the final norm, the LM head and sampling.
+/// embedding, the final norm, the LM head and sampling. The matmuls (four a
+/// layer and the head) and the attention, bound by the bytes they read, pay
+/// the chip's extra for such kernels on top.
 double decode_kernel_s(const ModelSpec& m, const ChipSpec& c) {
-  return static_cast<double>(9 * m.layers + 4) * c.graph_launch_overhead.seconds();
+  return static_cast<double>(9 * m.layers + 4) * c.graph_launch_overhead.seconds() +
+         static_cast<double>(4 * m.layers + 1) * c.memory_bound_matmul_extra.seconds() +
+         static_cast<double>(m.layers) * c.memory_bound_attention_extra.seconds();
 }
 
 double kv_bytes(const ModelSpec& m, int64_t batch, int64_t positions, int64_t tp, int bytes_per_elem) {

@@ -58,6 +58,8 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.memory_efficiency = r.number_in("memory_efficiency", 0.01, 1, 1);
   c.launch_overhead = microseconds(r.number_in("launch_overhead_us", 0, 1e6, 0));
   c.graph_launch_overhead = microseconds(r.number_in("graph_launch_overhead_us", 0, 1e6, 0));
+  c.memory_bound_matmul_extra = microseconds(r.number_in("memory_bound_matmul_extra_us", 0, 1e6, 0));
+  c.memory_bound_attention_extra = microseconds(r.number_in("memory_bound_attention_extra_us", 0, 1e6, 0));
   c.compute_units = static_cast<int>(r.int_in("compute_units", 1, 1 << 20, 1));
   c.comm_compute_units = static_cast<int>(r.int_in("comm_compute_units", 0, c.compute_units - 1, 0));
   c.tile_m = static_cast<int>(r.int_in("tile_m", 1, 1 << 16, 128));

@@ -67,6 +67,15 @@ struct ChipSpec {
   /// back-to-back tiny kernels): what a graphed op pays instead of
   /// launch_overhead.
   SimTime graph_launch_overhead;
+  /// What a matmul bound by its HBM traffic (a decode-shaped GEMM: a few
+  /// rows against a weight read once) takes beyond a streaming kernel of the
+  /// same bytes: its ramp-up, the reduction of K split over thread blocks and
+  /// its drain. Measured on H100 (bench/decode_attention_probe.py,
+  /// bench/fit_decode_kernels.py); 0 where not measured.
+  SimTime memory_bound_matmul_extra;
+  /// The same for attention bound by its cache reads (decode attention:
+  /// split-K over the cached positions, then a combine).
+  SimTime memory_bound_attention_extra;
   int compute_units = 1;  ///< SMs (GPU) or MXUs (TPU) that tiles spread over
   /// SMs a communication kernel holds while it runs (NCCL: one thread block
   /// per channel); compute beside it gets compute_units minus these.
