@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+import graph_timing  # bench/, beside this script
+
 if len(sys.argv) != 3:
     sys.exit("usage: decode_attention_probe.py HBM_GBps OUT.json")
 hbm = float(sys.argv[1]) * 1e9
@@ -63,36 +65,8 @@ def eager_s(calls, min_s=0.1):
     return s.elapsed_time(e) / 1e3 / (rounds * len(calls))
 
 
-def graph_s(calls, min_s=0.1):
-    """Seconds per call inside a CUDA graph of CALLS calls (cycling through the copies)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for c in calls:
-            c()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(CALLS):
-            calls[i % len(calls)]()
-    g.replay()
-    torch.cuda.synchronize()
-    s = torch.cuda.Event(enable_timing=True)
-    e = torch.cuda.Event(enable_timing=True)
-    s.record()
-    g.replay()
-    e.record()
-    e.synchronize()
-    per = s.elapsed_time(e) / 1e3
-    rounds = max(3, int(min_s / per))
-    s.record()
-    for _ in range(rounds):
-        g.replay()
-    e.record()
-    e.synchronize()
-    t = s.elapsed_time(e) / 1e3 / (rounds * CALLS)
-    del g
-    return t
+def graph_s(calls):
+    return graph_timing.graph_s(calls, CALLS)
 
 
 def measure(row, name, calls, nbytes):

@@ -55,15 +55,28 @@ double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t b
   if (m <= 0 || n <= 0 || k <= 0) return 1.0;
   const int64_t tm = tile_for(m, c.tile_m), tn = tile_for(n, c.tile_n);
   const int64_t tiles = ceil_div(m, tm) * ceil_div(n, tn) * std::max<int64_t>(batch, 1);
+  const double useful = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+                        static_cast<double>(std::max<int64_t>(batch, 1));
+  const int64_t ksteps = ceil_div(k, c.tile_k);
+  if (c.matmul_stream_k) {
+    // Stream-K (Osama et al., PPoPP 2023; cuBLAS's persistent kernels on
+    // Hopper): the tiles' K iterations are dealt out evenly over the
+    // compute units, so the padding is that of the tiles and of one
+    // iteration per unit, not of a whole last wave; a tile whose K loop is
+    // cut over several units pays its fill on each piece.
+    const int64_t per_unit = ceil_div(tiles * ksteps, c.compute_units);
+    const double padded =
+        static_cast<double>(per_unit) * c.compute_units * static_cast<double>(tm * tn) * static_cast<double>(c.tile_k);
+    const int64_t pieces = tiles < c.compute_units ? std::max<int64_t>(1, c.compute_units / tiles) : 1;
+    const double piece_k = static_cast<double>(ceil_div(ksteps, pieces) * c.tile_k);
+    return std::min(1.0, useful / padded) * piece_k / (piece_k + k_overhead);
+  }
   // Too few tiles to fill the compute units: split K over the idle units
   // (split-K), as GEMM libraries do.
-  const int64_t ksteps = ceil_div(k, c.tile_k);
   const int64_t split = tiles < c.compute_units ? std::max<int64_t>(1, std::min(c.compute_units / tiles, ksteps)) : 1;
   const int64_t waves = ceil_div(tiles * split, c.compute_units);
   const double padded = static_cast<double>(waves) * c.compute_units * static_cast<double>(tm * tn) *
                         static_cast<double>(ceil_div(ksteps, split) * c.tile_k);
-  const double useful = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
-                        static_cast<double>(std::max<int64_t>(batch, 1));
   // Each tile loops over its K (split-K shortens it) and pays a fixed
   // pipeline fill and epilogue on top.
   const double tile_k = static_cast<double>(ceil_div(ksteps, split) * c.tile_k);

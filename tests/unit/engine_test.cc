@@ -210,6 +210,25 @@ TEST(ComputeModel, WaveQuantizationPenalizesAPartialLastWave) {
   EXPECT_GT(matmul_quantization_efficiency(16384, 16384, 16384, 1, c), 0.95);
 }
 
+// With stream-K the K iterations of all tiles are dealt out over the SMs: the
+// 133-tile GEMM above loses one iteration per SM at most (133 · 64 = 8,512
+// iterations on 132 SMs: 65 each), not a wave; 80 tiles (under one wave)
+// likewise; a tile's K loop cut in pieces pays its fill on each piece.
+TEST(ComputeModel, StreamKDealsAPartialWaveOut) {
+  ChipSpec c;
+  c.compute_units = 132;
+  c.tile_m = 128;
+  c.tile_n = 256;
+  c.tile_k = 64;
+  c.matmul_stream_k = true;
+  EXPECT_NEAR(matmul_quantization_efficiency(128 * 133, 256, 4096, 1, c), 8512.0 / (65 * 132), 1e-12);
+  EXPECT_NEAR(matmul_quantization_efficiency(128 * 80, 256, 4096, 1, c), 5120.0 / (39 * 132), 1e-12);
+  EXPECT_DOUBLE_EQ(matmul_quantization_efficiency(128 * 12, 256 * 11, 4096, 1, c), 1.0);
+  // 33 tiles on 132 SMs: each K loop in 4 pieces of 16 iterations (1,024
+  // elements), each paying a fill of 140: 1024 / 1164.
+  EXPECT_NEAR(matmul_quantization_efficiency(128 * 33, 256, 4096, 1, c, 140), 1024.0 / 1164, 1e-12);
+}
+
 // A large compute-bound GEMM takes flops / (peak of its format x that
 // format's efficiency): fp4 at the fp4 peak; on a chip without fp4 tensor
 // cores it falls back to the fp8 rate, and without fp8 to bf16.

@@ -65,6 +65,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.tile_m = static_cast<int>(r.int_in("tile_m", 1, 1 << 16, 128));
   c.tile_n = static_cast<int>(r.int_in("tile_n", 1, 1 << 16, 128));
   c.tile_k = static_cast<int>(r.int_in("tile_k", 1, 1 << 16, 64));
+  c.matmul_stream_k = r.boolean("matmul_stream_k", false);
   c.source = r.string("source", "");
   r.done();
   return c;

@@ -81,7 +81,12 @@ struct ChipSpec {
   /// per channel); compute beside it gets compute_units minus these.
   int comm_compute_units = 0;
   int tile_m = 128, tile_n = 128, tile_k = 64;  ///< matmul tile of one compute unit
-  std::string source;                           ///< citation of the figures
+  /// The GEMM library hands every compute unit an equal share of the
+  /// matmul's K iterations over all its tiles (stream-K: persistent kernels,
+  /// cuBLAS on Hopper), so a partial last wave of tiles costs nothing; else
+  /// tiles run in whole waves. Measured on H200 (bench/prefill_gemm_probe.py).
+  bool matmul_stream_k = false;
+  std::string source;  ///< citation of the figures
 
   /// Peak FLOP/s of a matmul at `d`: fp4 at fp4_peak, fp8 and int8 at
   /// fp8_peak, each falling back to the next wider format the chip has
