@@ -23,7 +23,7 @@
 // pays it: the split-K reduction, ramp-up and drain such kernels add over a
 // streaming kernel of their bytes,
 //   time = launch + max(FLOPs / rate, bytes / bandwidth + extra).
-// Measured on H100 as the mean of T - bytes / (HBM bw · memory_efficiency)
+// Measured on H100 and H200 as the mean of T - bytes / (HBM bw · memory_efficiency)
 // over graphed cuBLAS decode GEMMs (4-470 MB) and cuDNN decode attention
 // (under 300 MB of cache), less the graphed launch (bench/fit_decode_kernels.py).
 #include "shardsim/sim/compute_model.h"
@@ -59,8 +59,8 @@ double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t b
                         static_cast<double>(std::max<int64_t>(batch, 1));
   const int64_t ksteps = ceil_div(k, c.tile_k);
   if (c.matmul_stream_k) {
-    // Stream-K (Osama et al., PPoPP 2023; cuBLAS's persistent kernels on
-    // Hopper): the tiles' K iterations are dealt out evenly over the
+    // Stream-K (Osama et al., PPoPP 2023; persistent GEMM kernels, as
+    // CUDA 13.0's cuBLAS runs on H200): the tiles' K iterations are dealt out evenly over the
     // compute units, so the padding is that of the tiles and of one
     // iteration per unit, not of a whole last wave; a tile whose K loop is
     // cut over several units pays its fill on each piece.

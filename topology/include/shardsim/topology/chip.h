@@ -70,7 +70,7 @@ struct ChipSpec {
   /// What a matmul bound by its HBM traffic (a decode-shaped GEMM: a few
   /// rows against a weight read once) takes beyond a streaming kernel of the
   /// same bytes: its ramp-up, the reduction of K split over thread blocks and
-  /// its drain. Measured on H100 (bench/decode_attention_probe.py,
+  /// its drain. Measured on H100 and H200 (bench/decode_attention_probe.py,
   /// bench/fit_decode_kernels.py); 0 where not measured.
   SimTime memory_bound_matmul_extra;
   /// The same for attention bound by its cache reads (decode attention:
@@ -82,9 +82,11 @@ struct ChipSpec {
   int comm_compute_units = 0;
   int tile_m = 128, tile_n = 128, tile_k = 64;  ///< matmul tile of one compute unit
   /// The GEMM library hands every compute unit an equal share of the
-  /// matmul's K iterations over all its tiles (stream-K: persistent kernels,
-  /// cuBLAS on Hopper), so a partial last wave of tiles costs nothing; else
-  /// tiles run in whole waves. Measured on H200 (bench/prefill_gemm_probe.py).
+  /// matmul's K iterations over all its tiles (stream-K: persistent kernels),
+  /// so a partial last wave of tiles costs nothing; else tiles run in whole
+  /// waves. CUDA 13.0's cuBLAS on H200 measured so
+  /// (bench/prefill_gemm_probe.py); off in every preset (docs/model.md,
+  /// section 3: a known inconsistency).
   bool matmul_stream_k = false;
   std::string source;  ///< citation of the figures
 
