@@ -230,6 +230,69 @@ CollectivePlan nccl_plan(CollectiveKind kind, Bytes size, std::span<const Device
   return plan;
 }
 
+/// How many nodes hold `members` when every node holds as many (0 when they
+/// differ).
+int64_t uniform_nodes(std::span<const DeviceId> members, const Topology& topo) {
+  std::map<int64_t, int64_t> per_node;
+  for (DeviceId d : members) ++per_node[topo.node_of(d)];
+  const int64_t k = per_node.begin()->second;
+  for (const auto& [node, count] : per_node) {
+    if (count != k) return 0;
+  }
+  return static_cast<int64_t>(per_node.size());
+}
+
+/// A collective across whole nodes as NCCL runs it (nccl_model.h, several
+/// nodes): NCCL's time, realized as flows on its ring channels. Channel j
+/// visits the nodes in turn, entering each at its j-th member and leaving
+/// from the member before it (NCCL's cross-NIC rings, one NIC per GPU), so
+/// every GPU sends one channel over its NIC and the others over NVLink; a
+/// broadcast runs the channels as chains. Whatever algorithm NCCL picks
+/// (ring, tree, NVLS-tree, PAT), the flows follow these channels: each
+/// carries, in NCCL's transfer time, what the narrower of its two end links
+/// (the sender's port and the receiver's) moves when shared equally by the
+/// phase's flows on it. Alone on a fabric whose core keeps up, the phase
+/// takes exactly NCCL's time; an oversubscribed core or other traffic makes
+/// it longer, by max-min fairness.
+CollectivePlan nccl_nodes_plan(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, int64_t nodes,
+                               const Topology& topo, const NcclSpec& spec) {
+  const auto p = static_cast<int64_t>(members.size());
+  const NcclTiming t = nccl_time(kind, size, p, nodes, spec);
+  CollectivePlan plan;
+  plan.algorithm = std::string(to_string(t.cost.algorithm)) + "/" + std::string(to_string(t.cost.protocol)) +
+                   " (nccl, " + std::to_string(nodes) + " nodes)";
+  std::map<int64_t, Ring> by_node;
+  for (DeviceId d : members) by_node[topo.node_of(d)].push_back(d);
+  const size_t k = by_node.begin()->second.size();
+  std::vector<std::pair<DeviceId, DeviceId>> edges;
+  for (size_t j = 0; j < k; ++j) {
+    Ring ring;
+    for (const auto& [node, local] : by_node) {
+      for (size_t i = 0; i < k; ++i) ring.push_back(local[(i + j) % k]);
+    }
+    const size_t n = ring.size();
+    const size_t count = kind == CollectiveKind::kBroadcast ? n - 1 : n;
+    for (size_t i = 0; i < count; ++i) edges.emplace_back(ring[i], ring[(i + 1) % n]);
+  }
+  std::vector<std::vector<LinkId>> routes(edges.size());
+  std::map<LinkId, int64_t> users;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    topo.route(edges[e].first, edges[e].second, routes[e]);
+    for (LinkId l : routes[e]) ++users[l];
+  }
+  CollectivePhase ph;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    const std::vector<LinkId>& route = routes[e];
+    if (route.empty()) continue;
+    auto share = [&](LinkId l) { return topo.link(l).bandwidth.value() / static_cast<double>(users[l]); };
+    const double rate = std::min(share(route.front()), share(route.back()));
+    ph.flows.push_back({edges[e].first, edges[e].second, rate * t.transfer_us * 1e-6});
+  }
+  ph.latency = to_sim_time((t.cost.latency_us + t.fill_us) * 1e-6);
+  plan.phases.push_back(std::move(ph));
+  return plan;
+}
+
 /// A serving engine's custom all-reduce inside one NVLink node
 /// (CustomAllReduce): one-shot, a phase in which every member reads every
 /// peer's whole buffer; two-shot, two phases in which each member reads its
@@ -299,6 +362,11 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
   if (costs.nccl.compute_capability > 0 && costs.nccl.nvlink_links > 0 && has_nodes(topo) && nccl_models(kind) &&
       within_one_node(members, topo)) {
     return nccl_plan(kind, size, members, topo, costs.nccl);
+  }
+  if (costs.nccl.compute_capability > 0 && costs.nccl.nvlink_links > 0 && costs.nccl.nic_GBps > 0 && has_nodes(topo) &&
+      nccl_models(kind)) {
+    const int64_t nodes = uniform_nodes(members, topo);
+    if (nodes >= 2) return nccl_nodes_plan(kind, size, members, nodes, topo, costs.nccl);
   }
   if (kind == CollectiveKind::kAllToAll) {
     plan.algorithm = "direct";

@@ -225,6 +225,129 @@ TEST(NcclOnTheFabric, LoneCollectiveEqualsTheModel) {
   EXPECT_EQ(plan.algorithm.find("nccl"), std::string::npos);
 }
 
+NcclSpec with_nics(NcclSpec s, double nic_GBps) {
+  s.nic_GBps = nic_GBps;
+  return s;
+}
+
+// Four 8-GPU H100 nodes, a 400 Gb/s NIC per GPU (50 GB/s; the Gen5 x16 path
+// to it 48): ring graph 8 channels at 48 (8 x 48 x 7/8 = 336 per GPU within
+// the NVLinks' 370.8; 384 >= 370.8 ends the search; no doubling below 50 with
+// more than 4 channels). Every figure is NCCL's tuning.cc worked by hand.
+TEST(NcclAcrossNodes, H100AllReduceIsNcclsFormulas) {
+  const NcclSpec h100 = with_nics(kH100, 50);
+  const auto t = nccl_costs(CollectiveKind::kAllReduce, 32, 4, h100);
+  ASSERT_EQ(t.size(), 7u);  // ring x 3, tree x 3, NVLS-tree
+  const double to_alg = 32.0 / 62.0;
+  const NcclCost& simple = find(t, NcclAlgorithm::kRing, NcclProtocol::kSimple);
+  EXPECT_EQ(simple.channels, 8);
+  EXPECT_NEAR(simple.bandwidth_GBps, 384 * to_alg, 1e-9);
+  // 62 steps, 6 across the network: 56 at max(3.4, 3 x 1 us net overhead), 6 at 14.
+  EXPECT_NEAR(simple.latency_us, 8.4 + 56 * 3.4 + 6 * 14.0, 1e-9);
+  const NcclCost& ll = find(t, NcclAlgorithm::kRing, NcclProtocol::kLL);
+  EXPECT_NEAR(ll.bandwidth_GBps, 20.4 * to_alg, 1e-9);  // llMaxBws[Intel][N4]
+  EXPECT_NEAR(ll.latency_us, 6.6 + 56 * 1.0 + 6 * 2.7, 1e-9);
+  EXPECT_NEAR(find(t, NcclAlgorithm::kRing, NcclProtocol::kLL128).bandwidth_GBps, 8 * 36.7 * to_alg, 1e-9);
+  const NcclCost& tree = find(t, NcclAlgorithm::kTree, NcclProtocol::kSimple);
+  EXPECT_NEAR(tree.bandwidth_GBps, 8 * 36.0 / 2, 1e-9);  // min(0.92 x 384, 8 x perChMaxTreeBw)
+  EXPECT_NEAR(tree.latency_us, 8.4 + 2 * (7 * 4.0 + 2 * 14.0), 1e-9);
+  const NcclCost& tree_ll = find(t, NcclAlgorithm::kTree, NcclProtocol::kLL);
+  EXPECT_NEAR(tree_ll.bandwidth_GBps, 20.4 / 2, 1e-9);
+  EXPECT_NEAR(tree_ll.latency_us, 6.8 + 2 * (7 * 0.6 + 2 * 5.0), 1e-9);
+  // NVLS-tree: 9 x 40 <= 370.8 on 8 heads, bwInter raised to 48;
+  // min(40·0.85·7/8·2, 48, perChMaxNVLSTreeBw 45.5) = 45.5.
+  const NcclCost& nvls_tree = find(t, NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple);
+  EXPECT_EQ(nvls_tree.channels, 8);
+  EXPECT_NEAR(nvls_tree.bandwidth_GBps, 8 * 45.5 * to_alg, 1e-4);
+  EXPECT_NEAR(nvls_tree.latency_us, 25 + 2 * 2 * 20.9, 1e-9);
+  // Two nodes: NVLS-tree's network counts twice and the N2 cap 57.7 binds.
+  const auto two = nccl_costs(CollectiveKind::kAllReduce, 16, 2, h100);
+  EXPECT_NEAR(find(two, NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple).bandwidth_GBps, 8 * 57.7 * 16.0 / 30.0, 1e-4);
+  // All-gather: rings only (PAT needs one GPU per node).
+  const auto ag = nccl_costs(CollectiveKind::kAllGather, 32, 4, h100);
+  ASSERT_EQ(ag.size(), 3u);
+  EXPECT_NEAR(find(ag, NcclAlgorithm::kRing, NcclProtocol::kSimple).bandwidth_GBps, 384 * 32.0 / 31.0, 1e-9);
+  EXPECT_NEAR(find(ag, NcclAlgorithm::kRing, NcclProtocol::kSimple).latency_us, 8.4 + 28 * 3.4 + 3 * 14.0, 1e-9);
+  // Large all-reduces take the ring, mid-sized ones NVLS-tree.
+  EXPECT_EQ(nccl_time(CollectiveKind::kAllReduce, Bytes(int64_t{1} << 32), 32, 4, h100).cost.algorithm,
+            NcclAlgorithm::kRing);
+  EXPECT_EQ(nccl_time(CollectiveKind::kAllReduce, Bytes(int64_t{1} << 26), 32, 4, h100).cost.algorithm,
+            NcclAlgorithm::kNvlsTree);
+  // Without NICs, or with uneven nodes, there is no multi-node table.
+  EXPECT_TRUE(nccl_costs(CollectiveKind::kAllReduce, 32, 4, kH100).empty());
+  EXPECT_TRUE(nccl_costs(CollectiveKind::kAllReduce, 30, 4, h100).empty());
+}
+
+// One GPU per node (a data-parallel group under tp 8): one channel at 48
+// through the GPU's own NIC, doubled to 2 at 24; the network latency is the
+// tree's; PAT gathers with busBw 0.75 x 48 kept as algbw. A100 (AMD hosts,
+// Gen4 x16 path of 24, 25 GB/s NICs): 8 channels at 24 and llMaxBws[AMD].
+TEST(NcclAcrossNodes, OneGpuPerNodeAndA100) {
+  const NcclSpec h100 = with_nics(kH100, 50);
+  const auto ag = nccl_costs(CollectiveKind::kAllGather, 8, 8, h100);
+  ASSERT_EQ(ag.size(), 4u);
+  const NcclCost& ring = find(ag, NcclAlgorithm::kRing, NcclProtocol::kSimple);
+  EXPECT_EQ(ring.channels, 2);
+  EXPECT_NEAR(ring.bandwidth_GBps, 48 * 8.0 / 7.0, 1e-9);
+  EXPECT_NEAR(ring.latency_us, 8.4 + 7 * 14.0, 1e-9);
+  const NcclCost& pat = find(ag, NcclAlgorithm::kPat, NcclProtocol::kSimple);
+  EXPECT_NEAR(pat.bandwidth_GBps, 36, 1e-9);
+  EXPECT_NEAR(pat.latency_us, 8 + 3 * 14.0 / 3.5 + 2.8 * 8, 1e-9);
+  EXPECT_EQ(nccl_time(CollectiveKind::kAllGather, Bytes(1 << 20), 8, 8, h100).cost.algorithm, NcclAlgorithm::kPat);
+  // No NVLS-tree without two GPUs per node to be its heads.
+  EXPECT_EQ(nccl_costs(CollectiveKind::kAllReduce, 8, 8, h100).size(), 6u);
+  const NcclSpec a100 = with_nics(kA100, 25);
+  const auto ar = nccl_costs(CollectiveKind::kAllReduce, 16, 2, a100);
+  ASSERT_EQ(ar.size(), 6u);
+  EXPECT_NEAR(find(ar, NcclAlgorithm::kRing, NcclProtocol::kSimple).bandwidth_GBps, 192 * 16.0 / 30.0, 1e-9);
+  EXPECT_NEAR(find(ar, NcclAlgorithm::kRing, NcclProtocol::kSimple).latency_us, 8.4 + 28 * 6.0 + 2 * 14.0, 1e-9);
+  EXPECT_NEAR(find(ar, NcclAlgorithm::kRing, NcclProtocol::kLL).bandwidth_GBps, 22.5 * 16.0 / 30.0, 1e-9);
+}
+
+// Across nodes, the lone collective on the fabric takes exactly the model's
+// time too (the fabric's core keeps up); a group that is uneven over its
+// nodes keeps the hierarchical rings.
+TEST(NcclAcrossNodes, LoneCollectiveEqualsTheModel) {
+  const auto topo = h100_nodes(0.822, 32);
+  CollectiveCosts costs;
+  costs.nccl = with_nics(kH100, 50);
+  const Mesh all({1, 1, 1, 32}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+  const Mesh per_node({8, 1, 1, 4}, {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kPp, MeshAxis::kDp});
+  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                           CollectiveKind::kBroadcast}) {
+    for (int64_t size : {int64_t{1} << 16, int64_t{1} << 22, int64_t{1} << 28}) {
+      const double want = nccl_time(k, Bytes(size), 32, 4, costs.nccl).time_us * 1e-6;
+      const double got =
+          simulate_collective(k, Bytes(size), all, axis_bit(MeshAxis::kDp), *topo, ChipSpec{}, costs, true)
+              .step_time.seconds();
+      EXPECT_NEAR(got, want, 1e-6 * want + 2e-9) << to_string(k) << " " << size;
+      // One GPU of each node (the dp axis under tp 8).
+      const double want1 = nccl_time(k, Bytes(size), 4, 4, costs.nccl).time_us * 1e-6;
+      const double got1 =
+          simulate_collective(k, Bytes(size), per_node, axis_bit(MeshAxis::kDp), *topo, ChipSpec{}, costs, true)
+              .step_time.seconds();
+      EXPECT_NEAR(got1, want1, 1e-6 * want1 + 2e-9) << to_string(k) << " " << size;
+    }
+  }
+  const auto uneven =
+      plan_collective(CollectiveKind::kAllReduce, Bytes(1 << 20), std::vector<DeviceId>{0, 1, 8}, *topo, costs);
+  EXPECT_EQ(uneven.algorithm.find("nccl"), std::string::npos);
+  const auto even =
+      plan_collective(CollectiveKind::kAllReduce, Bytes(1 << 20), std::vector<DeviceId>{0, 1, 8, 9}, *topo, costs);
+  EXPECT_NE(even.algorithm.find("nccl, 2 nodes"), std::string::npos);
+}
+
+// The scenario field turns it on; by default groups across nodes keep the
+// hierarchical rings (evaluation 21).
+TEST(NcclAcrossNodes, OffUnlessTheFabricAsks) {
+  nlohmann::json j = {{"chip", "h100-sxm"},
+                      {"devices", 16},
+                      {"fabric", {{"kind", "nvswitch_fat_tree"}, {"gpus_per_node", 8}, {"nic_GBps_per_gpu", 50}}}};
+  EXPECT_EQ(parse_cluster_text(j.dump(), "c.json").collective.nccl.nic_GBps, 0);
+  j["fabric"]["nccl_across_nodes"] = true;
+  EXPECT_EQ(parse_cluster_text(j.dump(), "c.json").collective.nccl.nic_GBps, 50);
+}
+
 // A serving engine's custom all-reduce alone on the NVSwitch: one-shot, each
 // GPU takes (n-1) whole buffers through its NVLink, t = 7 us + (n-1)·S/W;
 // two-shot, two phases of (n-1) slices of S/n, t = 14 us + 2(n-1)/n·S/W,

@@ -115,6 +115,11 @@ FatTreeSpec parse_fat_tree(ObjectReader& r, const ChipSpec& chip, int64_t device
     nccl.nvlink_links = chip.nvlink_links;
   }
   nccl.nvls = r.boolean("nvls", true);
+  // Groups that span nodes keep the hierarchical rings of docs/model.md,
+  // section 4, unless the fabric asks for NCCL's multi-node model (rings,
+  // trees, NVLS-trees, PAT over the NICs; section 9). Off by default: it made
+  // the validation rows worse (evaluation 21).
+  if (r.boolean("nccl_across_nodes", false)) nccl.nic_GBps = nic;
   nccl.ll_efficiency = r.number_in("nccl_ll_efficiency", 0.01, 1, nccl.ll_efficiency);
   nccl.ll128_efficiency = r.number_in("nccl_ll128_efficiency", 0.01, 1, nccl.ll128_efficiency);
   nccl.fill_chunks = r.number_in("nccl_fill_chunks", 0, 1000, nccl.fill_chunks);

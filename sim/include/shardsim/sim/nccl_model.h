@@ -1,11 +1,12 @@
-// NCCL's own cost model for collectives inside one NVSwitch node, and how
-// long they really take.
+// NCCL's own cost model for collectives inside one NVSwitch node or across
+// whole nodes, and how long they really take.
 //
-// NCCL picks an algorithm (ring, NVLS) and a protocol (LL, LL128, Simple) for
-// every call from a table of latencies and bandwidths it builds at start-up
+// NCCL picks an algorithm (ring, NVLS; across nodes also tree, NVLS-tree and,
+// with one GPU per node, PAT) and a protocol (LL, LL128, Simple) for every
+// call from a table of latencies and bandwidths it builds at start-up
 // (src/graph/tuning.cc, ncclTopoTuneModel), from the channels its topology
-// search found (src/graph/search.cc) and its per-link NVLink figures
-// (src/graph/topo.h). nccl_costs() rebuilds that table for one node;
+// search found (src/graph/search.cc) and its per-link NVLink, PCIe and NIC
+// figures (src/graph/topo.h, topo.cc). nccl_costs() rebuilds that table;
 // nccl_time() picks the entry NCCL would pick and times it as it runs: the
 // protocol's achieved bandwidth, the channels NCCL really uses at that size
 // and the pipeline fill of its chunks (src/enqueue.cc). Numbers are quoted
@@ -22,13 +23,13 @@
 
 namespace shardsim {
 
-enum class NcclAlgorithm : uint8_t { kRing, kNvls };
+enum class NcclAlgorithm : uint8_t { kRing, kNvls, kTree, kNvlsTree, kPat };
 enum class NcclProtocol : uint8_t { kLL, kLL128, kSimple };
 
 std::string_view to_string(NcclAlgorithm a);
 std::string_view to_string(NcclProtocol p);
 
-/// One entry of NCCL's table for a collective on `ranks` GPUs of one node.
+/// One entry of NCCL's table for a collective on `ranks` GPUs.
 struct NcclCost {
   NcclAlgorithm algorithm = NcclAlgorithm::kRing;
   NcclProtocol protocol = NcclProtocol::kSimple;
@@ -40,8 +41,12 @@ struct NcclCost {
 };
 
 /// The entries NCCL enables for `kind` (all-reduce, all-gather,
-/// reduce-scatter, broadcast) on `ranks` GPUs of one node, in NCCL's
-/// algorithm-then-protocol order. Empty for other kinds or ranks < 2.
+/// reduce-scatter, broadcast) on `ranks` GPUs spread evenly over `nodes`
+/// NVSwitch nodes (ranks / nodes GPUs each, every GPU with its own NIC), in
+/// NCCL's algorithm-then-protocol order. Empty for other kinds, ranks < 2,
+/// ranks not a multiple of nodes, or several nodes without spec.nic_GBps.
+std::vector<NcclCost> nccl_costs(CollectiveKind kind, int64_t ranks, int64_t nodes, const NcclSpec& spec);
+/// The same inside one node.
 std::vector<NcclCost> nccl_costs(CollectiveKind kind, int64_t ranks, const NcclSpec& spec);
 
 /// A collective as NCCL runs it: the entry it picks (least model_us; the
@@ -51,7 +56,10 @@ std::vector<NcclCost> nccl_costs(CollectiveKind kind, int64_t ranks, const NcclS
 /// where efficiency is 1 for Simple and the spec's LL / LL128 figure, the
 /// used channels are NCCL's per-size reduction (enqueue.cc topoGetAlgoInfo),
 /// chunk is NCCL's chunk at that size (calcCollChunking) and the parallel
-/// units are the channels (ring) or channels x heads (NVLS).
+/// units are the channels (ring, tree, PAT) or channels x heads (NVLS,
+/// NVLS-tree). The realization figures were fitted inside one node; across
+/// nodes they are applied unchecked (no multi-node curve is in the
+/// references).
 struct NcclTiming {
   NcclCost cost;
   int channels_used = 0;
@@ -60,6 +68,7 @@ struct NcclTiming {
   double fill_us = 0;
   double time_us = 0;  ///< latency + transfer + fill
 };
+NcclTiming nccl_time(CollectiveKind kind, Bytes size, int64_t ranks, int64_t nodes, const NcclSpec& spec);
 NcclTiming nccl_time(CollectiveKind kind, Bytes size, int64_t ranks, const NcclSpec& spec);
 
 /// Whether nccl_time models `kind` (all-to-all and point-to-point are not

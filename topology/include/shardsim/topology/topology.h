@@ -77,6 +77,10 @@ struct NcclSpec {
   int compute_capability = 0;  ///< 80 Ampere, 90 Hopper, 100 Blackwell
   int nvlink_links = 0;        ///< NVLinks from a GPU to its node's NVSwitches
   bool nvls = true;            ///< NVLink SHARP may be used (NCCL_NVLS_ENABLE)
+  /// A GPU's NIC as NCCL's topology counts it (link speed / 8000, GB/s), one
+  /// NIC per GPU (rail-optimized nodes). 0: groups that span nodes keep the
+  /// hierarchical rings instead of NCCL's multi-node model.
+  double nic_GBps = 0;
   // Realization of NCCL's model: fitted by scripts/fit_nccl.py on the
   // nccl-tests curves in examples/validation/nccl/ (docs/model.md, section 9).
   double ll_efficiency = 0.68;     ///< achieved / NCCL-modelled bandwidth of LL
