@@ -145,6 +145,21 @@ struct Graph {
   double bw_inter = 0;
 };
 
+/// ncclTopoDupChannels (search.cc) on a ring graph: channels doubled (at
+/// most MAXCHANNELS/2 = 32) at the speed divided accordingly when the speed
+/// is 25 or more, except past Ampere below 50 with more than 4 channels;
+/// bwInter follows bwIntra.
+void dup_channels(Graph& g, int cc) {
+  const bool dup = g.bw_intra >= 25.0 && !(cc > 80 && g.bw_intra < 50.0 && g.channels > 4);
+  if (dup) {
+    const int doubled = std::min(2 * g.channels, 32);
+    const int factor = (doubled + g.channels - 1) / g.channels;
+    g.bw_intra /= factor;
+    g.channels = doubled;
+  }
+  g.bw_inter = g.bw_intra;
+}
+
 /// The ring graph NCCL's search finds in an NVSwitch node: the fastest speed
 /// s of the array for which one channel fits, as many channels as the GPU's
 /// NVLinks carry at s, then doubled at half the speed when s >= 25 (and, past
@@ -162,14 +177,7 @@ Graph ring_graph(double total_GBps, int cc) {
   }
   g.channels = std::clamp(static_cast<int>(std::floor(total_GBps / s + 1e-9)), 1, 32);
   g.bw_intra = s;
-  const bool dup = s >= 25.0 && !(cc > 80 && s < 50.0 && g.channels > 4);
-  if (dup) {
-    const int doubled = std::min(2 * g.channels, 32);
-    const int factor = (doubled + g.channels - 1) / g.channels;
-    g.bw_intra /= factor;
-    g.channels = doubled;
-  }
-  g.bw_inter = g.bw_intra;
+  dup_channels(g, cc);
   return g;
 }
 
@@ -225,14 +233,7 @@ Graph net_ring_graph(const NcclSpec& spec, double total_GBps, int64_t ppn) {
       g.bw_intra = speeds[j];
     }
   }
-  const bool dup = g.bw_intra >= 25.0 && !(cc > 80 && g.bw_intra < 50.0 && g.channels > 4);
-  if (dup) {
-    const int doubled = std::min(2 * g.channels, 32);
-    const int factor = (doubled + g.channels - 1) / g.channels;
-    g.bw_intra /= factor;
-    g.channels = doubled;
-  }
-  g.bw_inter = g.bw_intra;
+  dup_channels(g, cc);
   return g;
 }
 
