@@ -108,10 +108,14 @@ Usage:
                            (default 2, like nccl-tests -b MIN -e MAX -f 2), as
                            a table: size, time, algbw, busbw, algorithm
                            (inside a GPU node: NCCL's choice of algorithm and
-                           protocol, e.g. nvls/Simple, ring/LL128)
+                           protocol, e.g. nvls/Simple, ring/LL128; across
+                           nodes too with --set fabric.nccl_across_nodes=true)
       G: all (default), N (the first N devices), or tp / dp (a scenario's
          group holding device 0)
       --concurrent         run every group of that shape at once (contention)
+      --set PATH=VALUE     change the input: for a CLUSTER, paths name its
+                           fields (fabric.nvls=false); for a SCENARIO, the
+                           scenario's (cluster.fabric.nvls=false)
 
   shardsim search SCENARIO [--objective step_time|mfu|cost] [--top K]
                   [--max-simulations N] [--jobs J] [--devices N]

@@ -414,7 +414,12 @@ ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Ov
   if (find_preset("cluster", file_or_preset)) {
     Json root = Json::object();
     root["cluster"] = file_or_preset;
-    for (const auto& o : overrides) apply_override(root, o, file_or_preset);
+    // Paths name fields of the cluster, as in a bare cluster file
+    // (fabric.nvls); "cluster." in front is accepted too.
+    for (const auto& o : overrides) {
+      const bool rooted = o.path.rfind("cluster.", 0) == 0;
+      apply_override(root, rooted ? o : Override{"cluster." + o.path, o.value}, file_or_preset);
+    }
     return parse_cluster(root["cluster"], file_or_preset);
   }
   return parse_cluster_text(read_file_text(file_or_preset), file_or_preset, overrides);
