@@ -15,13 +15,15 @@ namespace shardsim::cli {
 int cmd_collective(const std::vector<std::string>& args) {
   std::string input, op_text, bytes_text, group = "all", sweep_text, factor_text;
   std::vector<Override> sets;
-  bool json = false, concurrent = false;
+  bool json = false, concurrent = false, nccl_table = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--json")
       json = true;
     else if (a == "--concurrent")
       concurrent = true;
+    else if (a == "--nccl-table")
+      nccl_table = true;
     else if (a == "--op")
       op_text = take_value(args, i);
     else if (a == "--bytes")
@@ -50,6 +52,7 @@ int cmd_collective(const std::vector<std::string>& args) {
   req.group = group;
   req.concurrent = concurrent;
   req.sweep = !sweep_text.empty();
+  req.nccl_table = nccl_table;
   if (!bytes_text.empty()) {
     req.sizes_bytes.push_back(parse_bytes("--bytes", bytes_text));
   } else {

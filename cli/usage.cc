@@ -99,7 +99,7 @@ Usage:
 
   shardsim collective SCENARIO|CLUSTER --op OP (--bytes SIZE | --sweep MIN:MAX
                       [--factor F]) [--group G] [--concurrent]
-                      [--set PATH=VALUE]... [--json]
+                      [--nccl-table] [--set PATH=VALUE]... [--json]
       Time one collective alone on the fabric, like nccl-tests: time, algorithm
       bandwidth (size / time) and bus bandwidth.
       OP: all-reduce, all-gather, reduce-scatter, all-to-all, broadcast
@@ -113,6 +113,10 @@ Usage:
       G: all (default), N (the first N devices), or tp / dp (a scenario's
          group holding device 0)
       --concurrent         run every group of that shape at once (contention)
+      --nccl-table         also print NCCL's tuning table for the group: per
+                           algorithm and protocol, channels, latency and
+                           algorithm bandwidth (what NCCL logs with
+                           NCCL_DEBUG_SUBSYS=TUNING), or why there is none
       --set PATH=VALUE     change the input: for a CLUSTER, paths name its
                            fields (fabric.nvls=false); for a SCENARIO, the
                            scenario's (cluster.fabric.nvls=false)

@@ -121,9 +121,10 @@ std::string py_search(const std::string& scenario, bool is_path, const Pairs& ov
 }
 
 std::string py_collective(const std::string& cluster, int kind, const Pairs& overrides, const std::string& op,
-                          const std::vector<int64_t>& sizes, const std::string& group, bool concurrent, bool sweep) {
+                          const std::vector<int64_t>& sizes, const std::string& group, bool concurrent, bool sweep,
+                          bool nccl_table) {
   py::gil_scoped_release release;
-  CollectiveRequest req{op, sizes, group, concurrent, sweep};
+  CollectiveRequest req{op, sizes, group, concurrent, sweep, nccl_table};
   // kind 0: a path or preset name; 1: scenario JSON text; 2: cluster JSON text.
   if (kind == 0) return collective_json(time_collective(cluster, overrides_of(overrides), req));
   if (kind == 1) {

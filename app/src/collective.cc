@@ -9,6 +9,7 @@
 #include "shardsim/core/program.h"
 #include "shardsim/sim/collective.h"
 #include "shardsim/sim/engine.h"
+#include "shardsim/sim/nccl_model.h"
 
 namespace shardsim {
 namespace {
@@ -103,6 +104,16 @@ CollectiveResult time_collective(const ClusterSpec& cluster, const Plan* plan, c
   out.groups_running = request.concurrent ? mesh.num_groups(axes) : 1;
   out.concurrent = request.concurrent;
   out.sweep = request.sweep;
+  if (request.nccl_table) {
+    out.nccl_table_asked = true;
+    out.nccl_nodes = nccl_nodes(kind, members, *topo, cluster.collective);
+    if (out.nccl_nodes > 0) {
+      for (const NcclCost& c : nccl_costs(kind, out.group_size, out.nccl_nodes, cluster.collective.nccl)) {
+        out.nccl_table.push_back({std::string(to_string(c.algorithm)), std::string(to_string(c.protocol)), c.channels,
+                                  c.latency_us, c.bandwidth_GBps});
+      }
+    }
+  }
   for (const int64_t size : request.sizes_bytes) {
     const EngineResult r =
         simulate_collective(kind, Bytes(size), mesh, axes, *topo, cluster.chip, cluster.collective, request.concurrent);
@@ -145,8 +156,56 @@ std::string collective_json(const CollectiveResult& r) {
     j["busbw_GBps"] = p.busbw_GBps;
     j["flows"] = p.flows;
   }
+  if (r.nccl_table_asked) {
+    if (r.nccl_nodes > 0) {
+      Json t;
+      t["nodes"] = r.nccl_nodes;
+      t["entries"] = Json::array();
+      for (const NcclTableRow& e : r.nccl_table) {
+        Json row;
+        row["algorithm"] = e.algorithm;
+        row["protocol"] = e.protocol;
+        row["channels"] = e.channels;
+        row["latency_us"] = e.latency_us;
+        row["algbw_GBps"] = e.bandwidth_GBps;
+        t["entries"].push_back(std::move(row));
+      }
+      j["nccl_table"] = std::move(t);
+    } else {
+      j["nccl_table"] = nullptr;
+    }
+  }
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
+
+namespace {
+
+/// NCCL's tuning table as text, after the collective's own lines.
+std::string nccl_table_text(const CollectiveResult& r) {
+  if (!r.nccl_table_asked) return "";
+  if (r.nccl_nodes == 0) {
+    return "# no NCCL table: this group's plan does not come from NCCL's model (GPU nodes of a chip with a "
+           "compute capability; across nodes, whole nodes evenly with the fabric's nccl_across_nodes)\n";
+  }
+  std::string out;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "# NCCL's tuning table for %s over %lld GPUs on %lld node%s (NCCL_DEBUG_SUBSYS=TUNING's entries)\n",
+                r.op.c_str(), static_cast<long long>(r.group_size), static_cast<long long>(r.nccl_nodes),
+                r.nccl_nodes == 1 ? "" : "s");
+  out += buf;
+  std::snprintf(buf, sizeof buf, "# %-10s %-8s %8s %12s %12s\n", "algorithm", "protocol", "channels", "latency_us",
+                "algbw_GBps");
+  out += buf;
+  for (const NcclTableRow& e : r.nccl_table) {
+    std::snprintf(buf, sizeof buf, "  %-10s %-8s %8d %12.2f %12.2f\n", e.algorithm.c_str(), e.protocol.c_str(),
+                  e.channels, e.latency_us, e.bandwidth_GBps);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string collective_text(const CollectiveResult& r) {
   std::string out;
@@ -163,14 +222,14 @@ std::string collective_text(const CollectiveResult& r) {
                     p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps, p.algorithm.c_str());
       out += buf;
     }
-    return out;
+    return out + nccl_table_text(r);
   }
   const CollectivePoint& p = r.points.front();
   std::snprintf(buf, sizeof buf,
                 "%s of %lld bytes over %lld devices (%s%s): %.3f us, algbw %.2f GB/s, busbw %.2f GB/s\n", r.op.c_str(),
                 static_cast<long long>(p.bytes), static_cast<long long>(r.group_size), p.algorithm.c_str(),
                 r.concurrent ? ", all groups at once" : "", p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps);
-  return out + buf;
+  return out + buf + nccl_table_text(r);
 }
 
 }  // namespace shardsim

@@ -148,14 +148,18 @@ def _bytes(x):
     raise ValueError("bytes: expected an integer or a size such as '256MiB' or '1GB', got " + repr(x))
 
 
-def collective(cluster, op, *, bytes=None, sweep=None, factor=2.0, group="all", concurrent=False, overrides=None):
+def collective(
+    cluster, op, *, bytes=None, sweep=None, factor=2.0, group="all", concurrent=False, overrides=None, nccl_table=False
+):
     """Times one collective alone on a fabric (nccl-tests' algbw and busbw);
     returns the dict of ``shardsim collective --json``.
 
     cluster: a cluster preset name, a scenario or cluster file, or a dict (a
     scenario, or a cluster object). Give ``bytes`` (an int or "256MiB") or
     ``sweep=(min, max)`` with ``factor``. group: "all", "tp", "dp" (a
-    scenario's plan) or a device count.
+    scenario's plan) or a device count. nccl_table: also return NCCL's
+    tuning table for the group under "nccl_table" (None where the group's
+    plan does not come from NCCL's model), as ``--nccl-table``.
     """
     if (bytes is None) == (sweep is None):
         raise ValueError("collective: give bytes=SIZE or sweep=(MIN, MAX)")
@@ -172,7 +176,15 @@ def collective(cluster, op, *, bytes=None, sweep=None, factor=2.0, group="all", 
         raise TypeError("cluster: expected a preset name, a path or a dict, got " + type(cluster).__name__)
     return json.loads(
         _shardsim.collective(
-            text, kind, _overrides(overrides), op, sizes, str(group), bool(concurrent), sweep is not None
+            text,
+            kind,
+            _overrides(overrides),
+            op,
+            sizes,
+            str(group),
+            bool(concurrent),
+            sweep is not None,
+            bool(nccl_table),
         )
     )
 

@@ -131,6 +131,26 @@ def test_collective_equals_the_cli(cli):
         shardsim.collective("dgx-h100-superpod", "all-reduce", bytes=1024, group=3)
 
 
+def test_collective_nccl_table_equals_the_cli(cli):
+    # Four nodes of the SuperPOD with NCCL's multi-node model: its tuning table.
+    sets = {"fabric.nccl_across_nodes": True}
+    got = shardsim.collective(
+        "dgx-h100-superpod", "all-reduce", bytes="64MiB", group=32, overrides=sets, nccl_table=True
+    )
+    want = cli(
+        "collective", "dgx-h100-superpod", "--op", "all-reduce", "--bytes", "64MiB", "--group", "32",
+        "--set", "fabric.nccl_across_nodes=true", "--nccl-table", "--json"
+    )
+    assert got == want
+    assert got["nccl_table"]["nodes"] == 4
+    entries = {(e["algorithm"], e["protocol"]) for e in got["nccl_table"]["entries"]}
+    assert entries >= {("tree", "LL"), ("nvls-tree", "Simple")}
+    # Across nodes without it, the plan is not NCCL's: no table.
+    assert shardsim.collective("dgx-h100-superpod", "all-reduce", bytes="64MiB", group=32, nccl_table=True)[
+        "nccl_table"
+    ] is None
+
+
 def test_collective_on_a_scenario_dict_uses_its_plan():
     with open(LLAMA8) as f:
         scenario = json.load(f)

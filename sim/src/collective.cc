@@ -359,15 +359,9 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
       within_one_node(members, topo)) {
     return custom_all_reduce_plan(size, members, costs.custom_all_reduce);
   }
-  if (costs.nccl.compute_capability > 0 && costs.nccl.nvlink_links > 0 && has_nodes(topo) && nccl_models(kind) &&
-      within_one_node(members, topo)) {
-    return nccl_plan(kind, size, members, topo, costs.nccl);
-  }
-  if (costs.nccl.compute_capability > 0 && costs.nccl.nvlink_links > 0 && costs.nccl.nic_GBps > 0 && has_nodes(topo) &&
-      nccl_models(kind)) {
-    const int64_t nodes = uniform_nodes(members, topo);
-    if (nodes >= 2) return nccl_nodes_plan(kind, size, members, nodes, topo, costs.nccl);
-  }
+  const int64_t nodes = nccl_nodes(kind, members, topo, costs);
+  if (nodes == 1) return nccl_plan(kind, size, members, topo, costs.nccl);
+  if (nodes >= 2) return nccl_nodes_plan(kind, size, members, nodes, topo, costs.nccl);
   if (kind == CollectiveKind::kAllToAll) {
     plan.algorithm = "direct";
     CollectivePhase ph;
@@ -481,6 +475,18 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
   SHARDSIM_ASSERT(!plan.phases.empty(), "a collective over two or more devices has a phase");
   plan.phases.front().latency += costs.base_latency;
   return plan;
+}
+
+int64_t nccl_nodes(CollectiveKind kind, std::span<const DeviceId> members, const Topology& topo,
+                   const CollectiveCosts& costs) {
+  if (members.size() < 2 || costs.nccl.compute_capability <= 0 || costs.nccl.nvlink_links <= 0 || !has_nodes(topo) ||
+      !nccl_models(kind)) {
+    return 0;
+  }
+  if (within_one_node(members, topo)) return 1;
+  if (!(costs.nccl.nic_GBps > 0)) return 0;
+  const int64_t nodes = uniform_nodes(members, topo);
+  return nodes >= 2 ? nodes : 0;
 }
 
 double bus_bandwidth_factor(CollectiveKind kind, int64_t group_size) {

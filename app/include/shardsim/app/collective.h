@@ -19,6 +19,17 @@ struct CollectiveRequest {
   std::string group = "all";
   bool concurrent = false;  ///< every group of that shape at once, sharing the fabric
   bool sweep = false;       ///< report as a table of sizes (nccl-tests' -b/-e/-f)
+  bool nccl_table = false;  ///< also report NCCL's tuning table for the group
+};
+
+/// One entry of NCCL's tuning table (sim/nccl_model.h NcclCost): what NCCL
+/// logs per algorithm and protocol with NCCL_DEBUG_SUBSYS=TUNING.
+struct NcclTableRow {
+  std::string algorithm;
+  std::string protocol;
+  int channels = 0;
+  double latency_us = 0;
+  double bandwidth_GBps = 0;  ///< algorithm bandwidth
 };
 
 struct CollectivePoint {
@@ -37,6 +48,11 @@ struct CollectiveResult {
   bool concurrent = false;
   bool sweep = false;
   std::vector<CollectivePoint> points;
+  bool nccl_table_asked = false;
+  /// The nodes NCCL's model sees for the group (sim/collective.h nccl_nodes):
+  /// 0 when the group's plan does not come from NCCL's model.
+  int64_t nccl_nodes = 0;
+  std::vector<NcclTableRow> nccl_table;
 };
 
 /// The sizes of a sweep from `min_bytes` to `max_bytes`, each `factor` times

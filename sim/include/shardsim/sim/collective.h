@@ -34,7 +34,9 @@ struct CollectivePlan {
 /// buffer) over `members` (ascending device ids).
 ///   GPU fat tree with NCCL costs (costs.nccl.compute_capability > 0): a
 ///   group inside one node -> the algorithm and protocol NCCL picks, timed by
-///   nccl_model.h (all-reduce, all-gather, reduce-scatter, broadcast).
+///   nccl_model.h (all-reduce, all-gather, reduce-scatter, broadcast); so is
+///   a group spread evenly over whole nodes when costs.nccl.nic_GBps is set
+///   (the fabric's nccl_across_nodes).
 ///   GPU fat tree otherwise: one node -> ring over NVLink; one GPU per node -> ring over
 ///   the NICs; k GPUs in each of n nodes -> hierarchical (intra-node ring,
 ///   k parallel inter-node rings on S/k, intra-node ring).
@@ -46,6 +48,15 @@ struct CollectivePlan {
 /// latency of `costs` is paid once.
 CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const DeviceId> members, const Topology& topo,
                                const CollectiveCosts& costs);
+
+/// The nodes NCCL's cost model sees when plan_collective plans `kind` over
+/// `members` from it (nccl_model.h: nccl_costs(kind, members, nodes, ...)):
+/// 1 inside one node, the node count for a group spread evenly over whole
+/// nodes with costs.nccl.nic_GBps set, 0 when the plan does not come from
+/// NCCL's model. A serving engine's custom all-reduce, which replaces NCCL
+/// for small messages inside a node, is not considered.
+int64_t nccl_nodes(CollectiveKind kind, std::span<const DeviceId> members, const Topology& topo,
+                   const CollectiveCosts& costs);
 
 /// nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md of nccl-tests):
 /// busbw = algbw · 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
