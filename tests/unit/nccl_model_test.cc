@@ -337,6 +337,35 @@ TEST(NcclAcrossNodes, LoneCollectiveEqualsTheModel) {
   EXPECT_NE(even.algorithm.find("nccl, 2 nodes"), std::string::npos);
 }
 
+// Properties across nodes, for every chip, kind and node shape: under one
+// choice a larger message never takes less time; a slower NIC (25 GB/s,
+// 200 Gb/s, under the Gen5 path's 48) never makes NCCL's estimate for its
+// pick better; the chosen entry is the least estimate.
+TEST(NcclAcrossNodes, PropertiesOfTheTableAndTheTime) {
+  for (const NcclSpec& base : {kA100, kH100, kB200}) {
+    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                             CollectiveKind::kBroadcast}) {
+      for (auto [ranks, nodes] : {std::pair<int64_t, int64_t>{16, 2}, {64, 8}, {8, 8}, {256, 32}}) {
+        const NcclSpec spec = with_nics(base, 50);
+        NcclTiming last = nccl_time(k, Bytes(512), ranks, nodes, spec);
+        for (int64_t size = 1024; size <= (int64_t{1} << 33); size *= 4) {
+          const NcclTiming t = nccl_time(k, Bytes(size), ranks, nodes, spec);
+          if (t.cost.algorithm == last.cost.algorithm && t.cost.protocol == last.cost.protocol) {
+            EXPECT_GE(t.time_us, last.time_us) << to_string(k) << " " << ranks << "/" << nodes << " " << size;
+          }
+          for (const NcclCost& c : nccl_costs(k, ranks, nodes, spec)) {
+            EXPECT_LE(t.cost.model_us(Bytes(size)), c.model_us(Bytes(size)));
+          }
+          const NcclTiming slower = nccl_time(k, Bytes(size), ranks, nodes, with_nics(base, 25));
+          EXPECT_GE(slower.cost.model_us(Bytes(size)), t.cost.model_us(Bytes(size)) * (1 - 1e-12))
+              << to_string(k) << " " << ranks << "/" << nodes << " " << size;
+          last = t;
+        }
+      }
+    }
+  }
+}
+
 // The scenario field turns it on; by default groups across nodes keep the
 // hierarchical rings (evaluation 21).
 TEST(NcclAcrossNodes, OffUnlessTheFabricAsks) {
