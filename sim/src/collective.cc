@@ -246,8 +246,10 @@ int64_t uniform_nodes(std::span<const DeviceId> members, const Topology& topo) {
 /// nodes): NCCL's time, realized as flows on its ring channels. Channel j
 /// visits the nodes in turn, entering each at its j-th member and leaving
 /// from the member before it (NCCL's cross-NIC rings, one NIC per GPU), so
-/// every GPU sends one channel over its NIC and the others over NVLink; a
-/// broadcast runs the channels as chains. Whatever algorithm NCCL picks
+/// every GPU sends one channel over its NIC and the others over NVLink (NCCL
+/// runs fewer channels than a 72-GPU domain has NICs: these flows spread
+/// the load wider); a broadcast runs the channels as chains. Whatever
+/// algorithm NCCL picks
 /// (ring, tree, NVLS-tree, PAT), the flows follow these channels: each
 /// carries, in NCCL's transfer time, what the narrower of its two end links
 /// (the sender's port and the receiver's) moves when shared equally by the
