@@ -205,11 +205,13 @@ Graph nvls_graph(double total_GBps, int cc, int64_t ranks) {
 /// (cross-NIC rings, which NCCL_CROSS_NIC's default 2 lets the search try),
 /// so at speed s a NIC carries floor(maxBw / s) channels, maxBw the
 /// GPU-to-NIC path, and a GPU forwards ppn - 1 of every ppn channels over
-/// NVLink (channels x s x (ppn-1)/ppn within the NVLinks' total). The search starts at the fastest speed within maxBw
-/// and keeps lowering it while the speed is above 0.49 of the best graph's and that graph's channels x speed stay below
-/// the NVLinks' total, taking a graph only if it moves strictly more; ncclTopoDupChannels then applies as inside a
-/// node. Trees are taken to find the ring's channels (the search tries to match them: "Try to get the same nChannels
-/// between Rings and Trees").
+/// NVLink (channels x s x (ppn-1)/ppn within the NVLinks' total). The search
+/// starts at the fastest speed within maxBw and keeps lowering it while the
+/// speed is above 0.49 of the best graph's and that graph's channels x speed
+/// stay below the NVLinks' total, taking a graph only if it moves strictly
+/// more; ncclTopoDupChannels then applies as inside a node. Trees are taken
+/// to find the ring's channels (the search tries to match them: "Try to get
+/// the same nChannels between Rings and Trees").
 Graph net_ring_graph(const NcclSpec& spec, double total_GBps, int64_t ppn) {
   const int cc = spec.compute_capability;
   const double max_bw = net_path_GBps(spec);
