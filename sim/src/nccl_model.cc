@@ -133,6 +133,45 @@ double nvls_chunk_bytes(double bytes, double ops) {
   return c;
 }
 
+/// NVLS-tree's chunk (enqueue.cc calcCollChunking; transport/nvls.cc): the
+/// NVLS chunk capped at treeMaxChunkSize (64 KiB from 4 nodes, else 128
+/// KiB), then 64 KiB below 4 x ops x chunk and 32 KiB below 1 x ops x chunk
+/// (the 256 and 128 KiB steps cannot apply under those caps). Blackwell's
+/// own multi-node NVLS-tree tuning (ncclNvlsTreeSm100Tuning) is not modelled.
+double nvls_tree_chunk_bytes(double bytes, double ops, int64_t nodes) {
+  double c = nodes >= 4 ? 65536 : 128 * 1024;
+  if (bytes < 4 * ops * c && c > 65536) c = 65536;
+  if (bytes < 1 * ops * c && c > 32768) c = 32768;
+  return c;
+}
+
+/// A tree's chunk (calcCollChunking): one step of the protocol's buffer
+/// (NCCL_BUFFSIZE / NCCL_STEPS = 512 KiB for Simple, the ring's for LL and
+/// LL128), and for LL128 halved while the channel's share is under
+/// nsteps·64/ppn chunks (down to 128 KiB) and nsteps·16/ppn (down to 32 KiB),
+/// nsteps = 1 + log2i(nodes) + 0.1·ppn; at most the channel's share.
+double tree_chunk_bytes(NcclProtocol p, double bytes, int channels, int64_t nodes, int64_t ranks) {
+  double c = p == NcclProtocol::kSimple ? double{1 << 22} / kSteps : ring_chunk_bytes(p);
+  if (p == NcclProtocol::kLL128) {
+    const double ppn = static_cast<double>(ranks) / static_cast<double>(nodes);
+    const double nsteps = 1 + log2i(nodes) + 0.1 * ppn;
+    auto chunks = [&] { return std::floor(bytes / (channels * c)); };  // NCCL's integer division
+    while (chunks() < nsteps * 64 / ppn && c > 131072) c = std::floor(c / 2);
+    while (chunks() < nsteps * 16 / ppn && c > 32768) c = std::floor(c / 2);
+  }
+  return std::min(c, bytes / channels);
+}
+
+/// PAT's chunk (calcCollChunking): one Simple step (512 KiB), halved while
+/// channels x chunk x 32 (all-gather) or x 16 (reduce-scatter) exceeds the
+/// message, down to 64 KiB; at most a rank's share of a channel.
+double pat_chunk_bytes(CollectiveKind kind, double bytes, int channels, double ranks) {
+  double c = double{1 << 22} / kSteps;
+  const double k = kind == CollectiveKind::kAllGather ? 32 : 16;
+  while (c * channels * k > bytes && c > 65536) c /= 2;
+  return std::min(c, bytes / (channels * ranks));
+}
+
 /// NVLS channels (CTAs) at run time (src/transport/nvls.cc): 16 on Hopper,
 /// 24 on a single Blackwell NVLink domain.
 int nvls_runtime_channels(int cc) {
@@ -305,6 +344,38 @@ bool nccl_models(CollectiveKind kind) {
 
 namespace {
 
+/// NCCL's tree entries for an all-reduce over `ranks` GPUs on `nodes` nodes
+/// (tuning.cc; the tree graph taken as the ring's channels and speed):
+/// busBw = min(0.92 · channels · bw, channels · perChMaxTreeBw); LL
+/// min(busBw / 3.8, llMaxBw); LL128 min(busBw · (7/9 inside a node, 120/128
+/// across), channels · perChMaxTreeLL128Bw); algbw = busBw / 2. Latency =
+/// baseLat + 2((ppn-1)·hwLat[NVLink] + log2i(nodes)·hwLat[net]). A balanced
+/// tree is assumed found (no 0.85 for a plain tree). NCCL lists the tree
+/// before the ring, so it wins exact ties.
+void append_tree_costs(const Graph& graph, int gen, int64_t ranks, int64_t nodes, double ll_max,
+                       std::vector<NcclCost>& out) {
+  const size_t col = nodes <= 1 ? 0 : nodes <= 2 ? 1 : 2;
+  const auto g = static_cast<size_t>(gen);
+  const int64_t ppn = ranks / nodes;
+  const int levels = log2i(nodes);
+  for (int p = 0; p < kProtocols; ++p) {
+    const auto pi = static_cast<size_t>(p);
+    double bus = std::min(graph.channels * graph.bw_intra * 0.92, graph.channels * kPerChMaxTreeBws[g][col]);
+    if (p == protocol_index(NcclProtocol::kLL)) bus = std::min(bus / 3.8, ll_max);
+    if (p == protocol_index(NcclProtocol::kLL128)) {
+      bus = std::min(bus * (nodes <= 1 ? 7.0 / 9.0 : 120.0 / 128.0), graph.channels * kPerChMaxTreeLl128Bws[g][col]);
+    }
+    NcclCost c;
+    c.algorithm = NcclAlgorithm::kTree;
+    c.protocol = static_cast<NcclProtocol>(p);
+    c.channels = graph.channels;
+    c.bandwidth_GBps = bus * 0.5;
+    c.latency_us = kTreeBaseLatency_us[pi] +
+                   2 * (static_cast<double>(ppn - 1) * kTreeNvlinkHopLatency_us[pi] + levels * kTreeNetLatency_us[pi]);
+    out.push_back(c);
+  }
+}
+
 // ncclTopoTuneModel (src/graph/tuning.cc) for one node (nNodes = 1, so
 // ppn = nRanks and every hop is NVLink):
 //   busBw = channels · bw; LL: min(llMaxBw, busBw/2); LL128: min(0.92·busBw,
@@ -326,6 +397,8 @@ std::vector<NcclCost> single_node_costs(CollectiveKind kind, int64_t ranks, cons
                         : kind == CollectiveKind::kBroadcast ? n
                                                              : n - 1;
   const Graph ring = ring_graph(total, cc);
+  if (kind == CollectiveKind::kAllReduce)
+    append_tree_costs(ring, gen, ranks, 1, kLlMaxBw_GBps[static_cast<size_t>(gen)], out);
   for (int p = 0; p < kProtocols; ++p) {
     double bus = ring.channels * ring.bw_intra;
     if (p == protocol_index(NcclProtocol::kLL)) bus = std::min(kLlMaxBw_GBps[static_cast<size_t>(gen)], bus * 0.5);
@@ -413,6 +486,7 @@ std::vector<NcclCost> nccl_costs(CollectiveKind kind, int64_t ranks, int64_t nod
   const double inter_steps =
       kind == CollectiveKind::kAllReduce ? 2.0 * static_cast<double>(nodes - 1) : static_cast<double>(nodes - 1);
   const Graph ring = net_ring_graph(spec, total, ppn);
+  if (kind == CollectiveKind::kAllReduce) append_tree_costs(ring, static_cast<int>(gen), ranks, nodes, ll_max, out);
   for (int p = 0; p < kProtocols; ++p) {
     const auto pi = static_cast<size_t>(p);
     double bus = ring.channels * ring.bw_intra;
@@ -437,22 +511,6 @@ std::vector<NcclCost> nccl_costs(CollectiveKind kind, int64_t ranks, int64_t nod
   }
   const int levels = log2i(nodes);
   if (kind == CollectiveKind::kAllReduce) {
-    for (int p = 0; p < kProtocols; ++p) {
-      const auto pi = static_cast<size_t>(p);
-      double bus = std::min(ring.channels * ring.bw_intra * 0.92, ring.channels * kPerChMaxTreeBws[gen][col]);
-      if (p == protocol_index(NcclProtocol::kLL)) bus = std::min(bus / 3.8, ll_max);
-      if (p == protocol_index(NcclProtocol::kLL128)) {
-        bus = std::min(bus * 120.0 / 128.0, ring.channels * kPerChMaxTreeLl128Bws[gen][col]);
-      }
-      NcclCost c;
-      c.algorithm = NcclAlgorithm::kTree;
-      c.protocol = static_cast<NcclProtocol>(p);
-      c.channels = ring.channels;
-      c.bandwidth_GBps = bus * 0.5;
-      c.latency_us = kTreeBaseLatency_us[pi] + 2 * (static_cast<double>(ppn - 1) * kTreeNvlinkHopLatency_us[pi] +
-                                                    levels * kTreeNetLatency_us[pi]);
-      out.push_back(c);
-    }
     if (spec.nvls && cc >= 90 && ppn >= 2) {
       const Graph g = net_nvls_graph(spec, total, ppn);
       const double intra = g.bw_intra * kNvlsEfficiency[gen] * (g.channels - 1) / g.channels * 2.0;
@@ -502,7 +560,8 @@ NcclTiming nccl_time(CollectiveKind kind, Bytes size, int64_t ranks, int64_t nod
   if (c.algorithm == NcclAlgorithm::kNvls || c.algorithm == NcclAlgorithm::kNvlsTree) {
     t.channels_used = c.channels;
     units = static_cast<double>(nvls_runtime_channels(spec.compute_capability)) * c.channels;  // channels x heads
-    t.chunk_bytes = nvls_chunk_bytes(bytes, units);
+    t.chunk_bytes = c.algorithm == NcclAlgorithm::kNvls ? nvls_chunk_bytes(bytes, units)
+                                                        : nvls_tree_chunk_bytes(bytes, units, nodes);
   } else {
     // topoGetAlgoInfo: drop channels while bytes < channels · threads ·
     // threshold (ring LL's threshold times nRanks).
@@ -513,10 +572,16 @@ NcclTiming nccl_time(CollectiveKind kind, Bytes size, int64_t ranks, int64_t nod
     while (nc > 1 && bytes < nc * kMaxThreads[pi] * threshold) --nc;
     t.channels_used = nc;
     // A ring channel loops over nRanks chunks (broadcast: one) at a time; a
-    // tree channel pipelines its share up and down the tree, and PAT
-    // (whose own chunking is not modelled) is taken as a ring.
-    const double slots = kind == CollectiveKind::kBroadcast || c.algorithm == NcclAlgorithm::kTree ? 1.0 : n;
-    t.chunk_bytes = std::min(ring_chunk_bytes(c.protocol), bytes / (nc * slots));
+    // tree channel pipelines its share up and down the tree in chunks of
+    // its own size; PAT as calcCollChunking sizes its chunks.
+    if (c.algorithm == NcclAlgorithm::kTree) {
+      t.chunk_bytes = tree_chunk_bytes(c.protocol, bytes, nc, nodes, ranks);
+    } else if (c.algorithm == NcclAlgorithm::kPat) {
+      t.chunk_bytes = pat_chunk_bytes(kind, bytes, nc, n);
+    } else {
+      const double slots = kind == CollectiveKind::kBroadcast ? 1.0 : n;
+      t.chunk_bytes = std::min(ring_chunk_bytes(c.protocol), bytes / (nc * slots));
+    }
     units = nc;
   }
   // GB/s = bytes per ns; bandwidth_speedup is a what-if (1 unless asked).

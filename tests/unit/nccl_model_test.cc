@@ -47,7 +47,18 @@ const NcclCost& find(const std::vector<NcclCost>& t, NcclAlgorithm a, NcclProtoc
 // channels, bwInter raised to 60, bw = min(40·0.85·7/8·2, 60) = 59.5.
 TEST(NcclTable, H100NodeAllReduceIsNcclsFormulas) {
   const auto t = nccl_costs(CollectiveKind::kAllReduce, 8, kH100);
-  ASSERT_EQ(t.size(), 4u);
+  ASSERT_EQ(t.size(), 7u);  // tree x 3, ring x 3, NVLS: NCCL's order
+  EXPECT_EQ(t.front().algorithm, NcclAlgorithm::kTree);
+  // Tree (the ring's 12 channels at 30): min(0.92 x 360, 12 x 38.7) = 331.2;
+  // LL /3.8, LL128 x 7/9 inside a node; algbw = busBw / 2; latency baseLat
+  // + 2 x 7 hops.
+  const NcclCost& tree = find(t, NcclAlgorithm::kTree, NcclProtocol::kSimple);
+  EXPECT_NEAR(tree.bandwidth_GBps, 331.2 / 2, 1e-9);
+  EXPECT_NEAR(tree.latency_us, 8.4 + 14 * 4.0, 1e-9);
+  EXPECT_NEAR(find(t, NcclAlgorithm::kTree, NcclProtocol::kLL).bandwidth_GBps, 331.2 / 3.8 / 2, 1e-9);
+  EXPECT_NEAR(find(t, NcclAlgorithm::kTree, NcclProtocol::kLL).latency_us, 6.8 + 14 * 0.6, 1e-9);
+  EXPECT_NEAR(find(t, NcclAlgorithm::kTree, NcclProtocol::kLL128).bandwidth_GBps, 331.2 * 7 / 9 / 2, 1e-9);
+  EXPECT_NEAR(find(t, NcclAlgorithm::kTree, NcclProtocol::kLL128).latency_us, 14 + 14 * 1.25, 1e-9);
   const double to_alg = 8.0 / 14.0;  // nRanks / nsteps
   const NcclCost& ll = find(t, NcclAlgorithm::kRing, NcclProtocol::kLL);
   EXPECT_NEAR(ll.latency_us, 6.6 + 14 * 0.6, 1e-9);
@@ -68,7 +79,7 @@ TEST(NcclTable, H100NodeAllReduceIsNcclsFormulas) {
 TEST(NcclTable, GraphsFollowTheChipsNvlinks) {
   // A100: 12 x 20.0 = 240: 6 channels at 40, doubled to 12 at 20; no NVLS.
   const auto a = nccl_costs(CollectiveKind::kAllReduce, 8, kA100);
-  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(a.size(), 6u);  // tree and ring
   EXPECT_NEAR(find(a, NcclAlgorithm::kRing, NcclProtocol::kSimple).bandwidth_GBps, 240 * 8.0 / 14, 1e-9);
   EXPECT_NEAR(find(a, NcclAlgorithm::kRing, NcclProtocol::kLL).bandwidth_GBps, 87.7 * 8.0 / 14, 1e-9);
   // B200: 18 x 40.1 = 721.8: 8 channels at 90, doubled to 16 at 45; NVLS at
@@ -80,7 +91,9 @@ TEST(NcclTable, GraphsFollowTheChipsNvlinks) {
   // NVLS_ENABLE=0 leaves the ring.
   NcclSpec off = kH100;
   off.nvls = false;
-  EXPECT_EQ(nccl_costs(CollectiveKind::kAllReduce, 8, off).size(), 3u);
+  EXPECT_EQ(nccl_costs(CollectiveKind::kAllReduce, 8, off).size(), 6u);
+  // Trees are all-reduce only.
+  EXPECT_EQ(nccl_costs(CollectiveKind::kAllGather, 8, off).size(), 3u);
   // Not NCCL collectives, or a group of one: no table.
   EXPECT_TRUE(nccl_costs(CollectiveKind::kAllToAll, 8, kH100).empty());
   EXPECT_TRUE(nccl_costs(CollectiveKind::kAllReduce, 1, kH100).empty());
@@ -171,6 +184,24 @@ TEST(NcclRealized, ClosedFormOfTheRealization) {
 // topoGetAlgoInfo drops channels while bytes < channels · threads ·
 // threshold; ring LL's threshold is 8 per thread times 8 ranks, with 512
 // threads: 32 KiB per channel, so 128 KiB keeps 4 of 12 channels.
+// Inside an A100 node NCCL's table picks the tree with LL128 for a 2 MiB
+// all-reduce (31.5 + 2 MiB / 85.87 GB/s = 55.9 us, against ring LL's 56.9
+// and ring LL128's 57.2), and pipelines it in calcCollChunking's LL128 tree
+// chunks: 576,000 B halved to 72,000 while a channel's 174,763 B hold fewer
+// than 1.8 x 64 / 8 of them, then to 36,000 while fewer than 1.8 x 16 / 8.
+TEST(NcclRealized, TreeTakesItsOwnChunks) {
+  const NcclTiming t = nccl_time(CollectiveKind::kAllReduce, Bytes(int64_t{1} << 21), 8, kA100);
+  EXPECT_EQ(t.cost.algorithm, NcclAlgorithm::kTree);
+  EXPECT_EQ(t.cost.protocol, NcclProtocol::kLL128);
+  EXPECT_EQ(t.channels_used, 12);
+  EXPECT_DOUBLE_EQ(t.chunk_bytes, 36000);
+  // Its realized time lies between its neighbours' on the sweep: no spike
+  // where the choice moves to the tree and back.
+  const double before = nccl_time(CollectiveKind::kAllReduce, Bytes(1900000), 8, kA100).time_us;
+  const double after = nccl_time(CollectiveKind::kAllReduce, Bytes(2500000), 8, kA100).time_us;
+  EXPECT_LT(t.time_us, 1.1 * std::max(before, after));
+}
+
 TEST(NcclRealized, SmallMessagesUseFewerChannels) {
   const NcclTiming t = nccl_time(CollectiveKind::kAllReduce, Bytes(1 << 17), 8, kA100);
   ASSERT_EQ(t.cost.protocol, NcclProtocol::kLL);
