@@ -40,7 +40,6 @@ std::vector<double> intra_speeds(int cc) {
 constexpr std::array<double, kProtocols> kRingBaseLatency_us{6.6, 14.0, 8.4};
 constexpr std::array<double, kProtocols> kRingNvlinkHopLatency_us{0.6, 1.9, 3.4};
 constexpr double kNvlsNvlinkLatency_us = 25;  // hwLatencies[NVLINK][NVLS][Simple]; NVLS base latency is 0
-constexpr std::array<double, 4> kLlMaxBw_GBps{39.0, 87.7, 141.0, 282.0};         // llMaxBws[gen][N1]
 constexpr std::array<double, 4> kPerChRingLl128Bw_GBps{20.0, 20.0, 36.7, 40.0};  // perChMaxRingLL128Bws[gen][N1]
 constexpr std::array<double, 4> kNvlsEfficiency{0.0, 0.0, 0.85, 0.74};           // nvlsEfficiency[gen]
 
@@ -397,11 +396,11 @@ std::vector<NcclCost> single_node_costs(CollectiveKind kind, int64_t ranks, cons
                         : kind == CollectiveKind::kBroadcast ? n
                                                              : n - 1;
   const Graph ring = ring_graph(total, cc);
-  if (kind == CollectiveKind::kAllReduce)
-    append_tree_costs(ring, gen, ranks, 1, kLlMaxBw_GBps[static_cast<size_t>(gen)], out);
+  const double ll_max = kLlMaxBws[static_cast<size_t>(gen)][0];  // inside a node: the GPU's row, column N1
+  if (kind == CollectiveKind::kAllReduce) append_tree_costs(ring, gen, ranks, 1, ll_max, out);
   for (int p = 0; p < kProtocols; ++p) {
     double bus = ring.channels * ring.bw_intra;
-    if (p == protocol_index(NcclProtocol::kLL)) bus = std::min(kLlMaxBw_GBps[static_cast<size_t>(gen)], bus * 0.5);
+    if (p == protocol_index(NcclProtocol::kLL)) bus = std::min(ll_max, bus * 0.5);
     if (p == protocol_index(NcclProtocol::kLL128)) {
       bus = std::min(bus * 0.92, ring.channels * kPerChRingLl128Bw_GBps[static_cast<size_t>(gen)]);
     }
