@@ -15,6 +15,8 @@
 import json
 import sys
 
+from gemm_model import efficiency  # bench/, beside this script
+
 args = [a for a in sys.argv[1:] if not a.startswith("-")]
 if len(args) != 2:
     sys.exit("usage: check_prefill_gemms.py MEASURED.json CHIP_PRESET.json [-v] [--check]")
@@ -22,42 +24,11 @@ measured = json.load(open(args[0]))
 chip = json.load(open(args[1]))
 
 
-def cdiv(a, b):
-    return (a + b - 1) // b
-
-
-def tile_for(dim, tile):
-    if dim >= tile:
-        return tile
-    t = 16
-    while t < dim:
-        t *= 2
-    return min(t, tile)
-
-
-def efficiency(m, n, k, k_overhead, stream_k):
-    c = chip
-    tm, tn = tile_for(m, c["tile_m"]), tile_for(n, c["tile_n"])
-    tiles = cdiv(m, tm) * cdiv(n, tn)
-    ksteps = cdiv(k, c["tile_k"])
-    units = c["compute_units"]
-    if stream_k:
-        padded = cdiv(tiles * ksteps, units) * units * tm * tn * c["tile_k"]
-        pieces = max(1, units // tiles) if tiles < units else 1
-        piece_k = cdiv(ksteps, pieces) * c["tile_k"]
-        return min(1.0, m * n * k / padded) * piece_k / (piece_k + k_overhead)
-    split = max(1, min(units // tiles, ksteps)) if tiles < units else 1
-    waves = cdiv(tiles * split, units)
-    tile_k = cdiv(ksteps, split) * c["tile_k"]
-    padded = waves * units * tm * tn * tile_k
-    return min(1.0, m * n * k / padded) * tile_k / (tile_k + k_overhead)
-
-
 def model_us(m, n, k, fp8, stream_k):
     peak = chip["fp8_flops_per_s"] if fp8 else chip["bf16_flops_per_s"]
     e = chip["fp8_matmul_efficiency"] if fp8 else chip["matmul_efficiency"]
     k_overhead = chip["matmul_k_overhead"] * peak / chip["bf16_flops_per_s"]
-    flop_s = 2 * m * n * k / (peak * e * efficiency(m, n, k, k_overhead, stream_k))
+    flop_s = 2 * m * n * k / (peak * e * efficiency(chip, m, n, k, k_overhead, stream_k))
     nbytes = (1 if fp8 else 2) * (m * k + n * k) + 2 * m * n
     mem_s = nbytes / (chip["hbm_GBps"] * 1e9 * chip["memory_efficiency"]) + chip.get("memory_bound_matmul_extra_us", 0) * 1e-6
     return chip["graph_launch_overhead_us"] + 1e6 * max(flop_s, mem_s)

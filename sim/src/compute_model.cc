@@ -48,6 +48,33 @@ int64_t tile_for(int64_t dim, int64_t tile) {
   return std::min(t, tile);
 }
 
+/// Stream-K beside a kernel that holds some compute units, the GEMM library
+/// not knowing of it (NCCL): the library still cuts the matmul for
+/// planned_compute_units P, as data-parallel whole waves of tiles plus the
+/// last partial wave's K iterations dealt evenly over P shares (the
+/// data-parallel + stream-K hybrid of Osama et al.). The U free units take
+/// the whole waves' tiles as they come (their K iterations spread over U),
+/// and the P shares of the partial wave run in ceil(P / U) rounds: a matmul
+/// of one partial wave takes twice as long beside 24 held SMs of 132.
+/// Measured (bench/fit_comm_contention.py): GEMMs of 1024-2048 rows x1.6-1.8
+/// on H100 and H200 beside a copy kernel on 16-32 SMs, larger ones x1.15-1.5
+/// (the model: x1.6-2.0 and x1.14-1.40); nearly x2 for a one-wave GEMM
+/// beside an NCCL all-gather holding 24 SMs of an H100 (NVIDIA developer
+/// forum, "Compute-communication overlap causes severe GEMM performance
+/// degradation because of tail effect").
+double stream_k_beside(int64_t tiles, int64_t ksteps, double useful, int64_t tm, int64_t tn, const ChipSpec& c,
+                       double k_overhead) {
+  const int64_t planned = c.planned_compute_units, units = c.compute_units;
+  const int64_t whole = tiles / planned * planned, rest = tiles - whole;
+  const int64_t per_unit =
+      ceil_div(whole * ksteps, units) + (rest > 0 ? ceil_div(planned, units) * ceil_div(rest * ksteps, planned) : 0);
+  const double padded =
+      static_cast<double>(per_unit) * static_cast<double>(units) * static_cast<double>(tm * tn) * c.tile_k;
+  const int64_t pieces = tiles < planned ? std::max<int64_t>(1, planned / tiles) : 1;
+  const double piece_k = static_cast<double>(ceil_div(ksteps, pieces) * c.tile_k);
+  return std::min(1.0, useful / padded) * piece_k / (piece_k + k_overhead);
+}
+
 }  // namespace
 
 double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t batch, const ChipSpec& c,
@@ -58,6 +85,8 @@ double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t b
   const double useful = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                         static_cast<double>(std::max<int64_t>(batch, 1));
   const int64_t ksteps = ceil_div(k, c.tile_k);
+  if (c.matmul_stream_k && c.planned_compute_units > c.compute_units)
+    return stream_k_beside(tiles, ksteps, useful, tm, tn, c, k_overhead);
   if (c.matmul_stream_k) {
     // Stream-K (Osama et al., PPoPP 2023; persistent GEMM kernels, as
     // CUDA 13.0's cuBLAS runs on H200): the tiles' K iterations are dealt out evenly over the
@@ -72,8 +101,11 @@ double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t b
     return std::min(1.0, useful / padded) * piece_k / (piece_k + k_overhead);
   }
   // Too few tiles to fill the compute units: split K over the idle units
-  // (split-K), as GEMM libraries do.
-  const int64_t split = tiles < c.compute_units ? std::max<int64_t>(1, std::min(c.compute_units / tiles, ksteps)) : 1;
+  // (split-K), as GEMM libraries do, for the units the library plans for
+  // (the whole chip beside an NCCL kernel, whose SMs it does not know of:
+  // the pieces that find no free unit then run in a second wave).
+  const int64_t plan_units = std::max(c.planned_compute_units, c.compute_units);
+  const int64_t split = tiles < plan_units ? std::max<int64_t>(1, std::min(plan_units / tiles, ksteps)) : 1;
   const int64_t waves = ceil_div(tiles * split, c.compute_units);
   const double padded = static_cast<double>(waves) * c.compute_units * static_cast<double>(tm * tn) *
                         static_cast<double>(ceil_div(ksteps, split) * c.tile_k);
@@ -106,6 +138,16 @@ ChipSpec chip_beside_communication(const ChipSpec& chip, int sms) {
       std::min(sms > 0 && chip.comm_compute_units > 0 ? sms : chip.comm_compute_units, chip.compute_units - 1);
   if (held <= 0) return c;
   const double left = static_cast<double>(chip.compute_units - held) / chip.compute_units;
+  // NCCL's kernels are unknown to the GEMM library, which plans for the
+  // whole chip; a kernel that holds a few SMs on purpose (userbuffers) tells
+  // the GEMM its margin (Transformer Engine's set_sm_margin).
+  if (sms <= 0) c.planned_compute_units = chip.compute_units;
+  // Its loads and stores take a share of HBM from a memory-bound kernel
+  // beside it (bench/hbm_contention_probe.py: a copy kernel on 16-32 SMs of
+  // an H100 or H200 takes 0.37 or 0.35 of its SMs' fraction, whatever its
+  // pace from 0.75 to 1.5 TB/s; holding SMs without traffic takes nothing).
+  c.memory_efficiency =
+      chip.memory_efficiency * (1.0 - chip.comm_memory_weight * static_cast<double>(held) / chip.compute_units);
   c.compute_units = chip.compute_units - held;
   c.bf16_peak = chip.bf16_peak * left;
   c.fp8_peak = chip.fp8_peak * left;

@@ -229,6 +229,69 @@ TEST(ComputeModel, StreamKDealsAPartialWaveOut) {
   EXPECT_NEAR(matmul_quantization_efficiency(128 * 33, 256, 4096, 1, c, 140), 1024.0 / 1164, 1e-12);
 }
 
+// Beside an NCCL kernel holding 24 of 132 SMs, a stream-K GEMM is still cut
+// for 132 units (the library does not know of the kernel): its whole waves'
+// tiles spread over the 108 free units and its partial wave's 132 shares run
+// in two rounds. 96 tiles of 128 K iterations (one partial wave) take 94
+// iterations per unit alone and 2 x 94 beside: twice the time (measured
+// 1.6-1.8x on H100 and H200, bench/fit_comm_contention.py). 2048 tiles
+// (8192^3): 15 whole waves, 1980 tiles' iterations over 108 units (2347
+// each), then 68 tiles' shares twice (2 x 66). A kernel that tells the GEMM
+// its margin (userbuffers, sms > 0) gets a plain stream-K cut for 116 units.
+TEST(ComputeModel, BesideNcclAStreamKGemmRunsItsPartialWaveTwice) {
+  ChipSpec c;
+  c.compute_units = 132;
+  c.comm_compute_units = 24;
+  c.tile_m = 128;
+  c.tile_n = 256;
+  c.tile_k = 64;
+  c.matmul_stream_k = true;
+  const ChipSpec nccl = chip_beside_communication(c);
+  EXPECT_EQ(nccl.compute_units, 108);
+  EXPECT_EQ(nccl.planned_compute_units, 132);
+  EXPECT_NEAR(matmul_quantization_efficiency(1024, 3072, 8192, 1, c), 12288.0 / (94 * 132), 1e-12);
+  EXPECT_NEAR(matmul_quantization_efficiency(1024, 3072, 8192, 1, nccl), 12288.0 / (2 * 94 * 108), 1e-12);
+  EXPECT_NEAR(matmul_quantization_efficiency(8192, 8192, 8192, 1, nccl), 2048.0 * 128 / (2479 * 108), 1e-12);
+  Op gemm;
+  gemm.compute = ComputeKind::kMatmul;
+  gemm.m = 1024;
+  gemm.n = 3072;
+  gemm.k = 8192;
+  gemm.flops = Flops(2.0 * 1024 * 3072 * 8192);
+  c.bf16_peak = FlopsPerSec(1e15);
+  c.hbm_bandwidth = BytesPerSec(1e12);  // no bytes: compute-bound
+  c.matmul_efficiency = 1.0;
+  EXPECT_NEAR(compute_time(gemm, chip_beside_communication(c)).seconds() / compute_time(gemm, c).seconds(), 2.0,
+              1e-6);  // times in whole picoseconds
+  const ChipSpec margin = chip_beside_communication(c, 16);
+  EXPECT_EQ(margin.planned_compute_units, 0);
+  EXPECT_NEAR(compute_time(gemm, margin).seconds() / compute_time(gemm, c).seconds(), 106.0 / 94, 1e-6);
+  // Whole waves: split-K is cut for the 132 units too. 60 tiles split in 2
+  // make 120 pieces of 64 iterations: one wave alone, two on 108 units, each
+  // piece paying its fill (K overhead 140 elements on 4096).
+  c.matmul_stream_k = false;
+  EXPECT_NEAR(matmul_quantization_efficiency(768, 2560, 8192, 1, chip_beside_communication(c), 140),
+              60.0 * 128 / (2 * 108 * 64) * 4096 / 4236, 1e-12);
+}
+
+// A memory-bound op beside a communication kernel keeps 1 - weight x held /
+// units of its bandwidth (the kernel's traffic takes the rest; measured
+// weights 0.37 on H100, 0.35 on H200); a weight of 0 leaves it alone.
+TEST(ComputeModel, BesideCommunicationAMemoryBoundOpSharesHbm) {
+  ChipSpec c = simple_chip();  // 1 TB/s
+  c.compute_units = 132;
+  c.comm_compute_units = 24;
+  Op add;
+  add.compute = ComputeKind::kElementwise;
+  add.bytes_read = Bytes(2'000'000'000);
+  add.bytes_written = Bytes(1'000'000'000);
+  const double alone = compute_time(add, c).seconds();
+  EXPECT_DOUBLE_EQ(compute_time(add, chip_beside_communication(c)).seconds(), alone);
+  c.comm_memory_weight = 0.35;
+  EXPECT_NEAR(compute_time(add, chip_beside_communication(c)).seconds(), alone / (1 - 0.35 * 24 / 132.0), 1e-12);
+  EXPECT_NEAR(compute_time(add, chip_beside_communication(c, 16)).seconds(), alone / (1 - 0.35 * 16 / 132.0), 1e-12);
+}
+
 // A large compute-bound GEMM takes flops / (peak of its format x that
 // format's efficiency): fp4 at the fp4 peak; on a chip without fp4 tensor
 // cores it falls back to the fp8 rate, and without fp8 to bf16.

@@ -62,6 +62,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.memory_bound_attention_extra = microseconds(r.number_in("memory_bound_attention_extra_us", 0, 1e6, 0));
   c.compute_units = static_cast<int>(r.int_in("compute_units", 1, 1 << 20, 1));
   c.comm_compute_units = static_cast<int>(r.int_in("comm_compute_units", 0, c.compute_units - 1, 0));
+  c.comm_memory_weight = r.number_in("comm_memory_weight", 0, 1, 0);
   c.tile_m = static_cast<int>(r.int_in("tile_m", 1, 1 << 16, 128));
   c.tile_n = static_cast<int>(r.int_in("tile_n", 1, 1 << 16, 128));
   c.tile_k = static_cast<int>(r.int_in("tile_k", 1, 1 << 16, 64));

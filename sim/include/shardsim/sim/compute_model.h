@@ -32,9 +32,13 @@ SimTime compute_time(const Op& op, const ChipSpec& chip);
 
 /// The chip as compute sees it while a communication kernel runs beside it:
 /// comm_compute_units fewer SMs, and the peak FLOP/s of the SMs left
-/// (tiles then run in waves over fewer units). NCCL runs one thread block
-/// per channel, each on its own SM, for the whole collective. `sms` > 0
-/// names a different count (a kernel that holds a few SMs on purpose).
+/// (tiles then run in waves over fewer units), and the HBM share
+/// comm_memory_weight says the kernel's traffic takes. NCCL runs one thread
+/// block per channel, each on its own SM, for the whole collective, unknown
+/// to the GEMM library, which still cuts stream-K and split-K work for the
+/// whole chip (planned_compute_units). `sms` > 0 names a different count (a
+/// kernel that holds a few SMs on purpose and tells the GEMM its margin:
+/// Transformer Engine's userbuffers with set_sm_margin).
 ChipSpec chip_beside_communication(const ChipSpec& chip, int sms = 0);
 
 /// The op's time from measured rates instead of peak x efficiency: matmuls

@@ -80,6 +80,13 @@ struct ChipSpec {
   /// SMs a communication kernel holds while it runs (NCCL: one thread block
   /// per channel); compute beside it gets compute_units minus these.
   int comm_compute_units = 0;
+  /// HBM bandwidth a memory-bound kernel loses beside a communication
+  /// kernel, per fraction of the SMs that kernel holds: it keeps
+  /// 1 - comm_memory_weight · held / compute_units of its rate (the
+  /// communication kernel's loads and stores take that share of HBM). 0:
+  /// not modelled. Measured on H100 and H200 beside a paced copy kernel on
+  /// 16-32 SMs (bench/hbm_contention_probe.py).
+  double comm_memory_weight = 0;
   int tile_m = 128, tile_n = 128, tile_k = 64;  ///< matmul tile of one compute unit
   /// The GEMM library hands every compute unit an equal share of the
   /// matmul's K iterations over all its tiles (stream-K: persistent kernels),
@@ -88,6 +95,13 @@ struct ChipSpec {
   /// (bench/prefill_gemm_probe.py); off in every preset (docs/model.md,
   /// section 3: a known inconsistency).
   bool matmul_stream_k = false;
+  /// The compute units a stream-K matmul is cut for when fewer are free: 0
+  /// (the default) for compute_units. Not a preset field: set by
+  /// chip_beside_communication (sim/compute_model.h) for compute beside an
+  /// NCCL kernel, which the GEMM library does not know of, so it still cuts
+  /// the work for the whole chip and the shares that find no free unit run
+  /// in a second round.
+  int planned_compute_units = 0;
   std::string source;  ///< citation of the figures
 
   /// Peak FLOP/s of a matmul at `d`: fp4 at fp4_peak, fp8 and int8 at
