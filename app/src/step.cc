@@ -227,6 +227,7 @@ StepRun run_training_step(const Scenario& s, const std::vector<uint32_t>& trace_
   r.breakdown = er.breakdown;
   r.critical_device = er.critical_device;
   r.compute_by_kind_s = er.compute_by_kind_s;
+  r.compute_beside_comm_s = er.compute_beside_comm_s;
   r.comm_busy_by_stream_s = er.comm_busy_by_stream_s;
   r.memory = trace != nullptr ? trace_memory(*trace, run.programs, s.cluster.chip.hbm_capacity.value())
                               : step_memory(s, &run.programs);
@@ -312,6 +313,10 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   };
   detail::appendf(o, "  device %lld compute  %s\n", static_cast<long long>(r.critical_device),
                   list(r.compute_by_kind_s).c_str());
+  if (r.compute_beside_comm_s > 0) {
+    detail::appendf(o, "  device %lld compute  %.4f s of it added by communication beside it (SMs and HBM it holds)\n",
+                    static_cast<long long>(r.critical_device), r.compute_beside_comm_s);
+  }
   detail::appendf(o, "  device %lld comm     %s (busy, overlapping)\n", static_cast<long long>(r.critical_device),
                   list(r.comm_busy_by_stream_s).c_str());
   o += detail::critical_path_line(r.critical_path);

@@ -262,6 +262,7 @@ class EngineCore {
     clocks_.resize(devices_);
     for (const Program& p : ps.stages) streams_ = std::max(streams_, p.num_streams());
     compute_by_kind_.assign(static_cast<size_t>(devices_) * kComputeKinds, SimTime());
+    beside_comm_.assign(devices_, SimTime());
     stream_busy_.assign(static_cast<size_t>(devices_) * streams_, SimTime());
     trace_index_.assign(devices_, -1);
     flows_traced_.assign(devices_, false);
@@ -819,6 +820,10 @@ class EngineCore {
       c.advance(now_);
       c.computing = false;
       compute_by_kind_[d * kComputeKinds + static_cast<size_t>(o.compute)] += now_ - c.compute_start;
+      // What communication beside it added to the op (its time alone is
+      // its duration at level 0).
+      const SimTime alone = info_[stage_of_[d]].duration[op];
+      if (now_ - c.compute_start > alone) beside_comm_[d] += now_ - c.compute_start - alone;
     }
     c.end = std::max(c.end, now_);
     if (trace_index_[d] >= 0) {
@@ -888,6 +893,7 @@ class EngineCore {
       const SimTime t = compute_by_kind_[crit * kComputeKinds + k];
       if (t.ps() > 0) result_.compute_by_kind_s.emplace_back(to_string(static_cast<ComputeKind>(k)), t.seconds());
     }
+    result_.compute_beside_comm_s = beside_comm_[crit].seconds();
     const Program& cp = program(crit);
     for (size_t st = 1; st < cp.num_streams(); ++st) {
       const SimTime t = stream_busy_[crit * streams_ + st];
@@ -915,6 +921,7 @@ class EngineCore {
   static constexpr size_t kComputeKinds = static_cast<size_t>(ComputeKind::kOptimizer) + 1;
   size_t streams_ = 1;
   std::vector<SimTime> compute_by_kind_;  // [device][compute kind]
+  std::vector<SimTime> beside_comm_;      // [device]: compute time added by communication beside it
   std::vector<SimTime> stream_busy_;      // [device][stream]: communication ops in flight
   StepSymmetry sym_;                      ///< the group whose canonical devices run (EngineOptions::symmetry)
   bool symmetric_ = false;                ///< sym_ is not trivial: flows are laid once per orbit

@@ -54,6 +54,9 @@ TEST(Engine, ComputeSlowsFromTheMomentCommunicationStartsBesideIt) {
   ProgramSet p;
   p.stages.push_back(std::move(b).finish());
   const TwoDevices two(1);
+  // The op's end, and what the step reports communication added to compute
+  // (the 3 ms beyond the op's 4 ms alone; the 1 ms op ran before the
+  // collective).
   auto end_of_slow_op = [&](int held) {
     ChipSpec chip = simple_chip();
     chip.compute_units = 4;
@@ -62,12 +65,13 @@ TEST(Engine, ComputeSlowsFromTheMomentCommunicationStartsBesideIt) {
     opt.trace_devices = {0};
     const EngineResult r = simulate(p, two.mesh, *two.topo, chip, opt);
     for (const TimelineSpan& s : r.timeline.spans) {
-      if (s.device == 0 && s.op == slow) return s.end.ps();
+      if (s.device == 0 && s.op == slow) return std::pair{s.end.ps(), r.compute_beside_comm_s};
     }
-    return int64_t{-1};
+    return std::pair{int64_t{-1}, -1.0};
   };
-  EXPECT_EQ(end_of_slow_op(0), 4'000'000'000);
-  EXPECT_EQ(end_of_slow_op(2), 7'000'000'000);
+  EXPECT_EQ(end_of_slow_op(0), std::pair(int64_t{4'000'000'000}, 0.0));
+  EXPECT_EQ(end_of_slow_op(2).first, 7'000'000'000);
+  EXPECT_NEAR(end_of_slow_op(2).second, 3e-3, 1e-12);
 }
 
 // A DAG of compute ops only takes exactly its critical path.

@@ -148,6 +148,10 @@ std::string breakdown_section(const StepReport& r) {
   html += "<table><tr><th>compute kind</th><th>time</th></tr>\n";
   for (const auto& [name, s] : r.compute_by_kind_s)
     html += "<tr><td>" + esc(name) + "</td><td>" + dur(s) + "</td></tr>\n";
+  if (r.compute_beside_comm_s > 0) {
+    html +=
+        "<tr><td>of which added by communication beside it</td><td>" + dur(r.compute_beside_comm_s) + "</td></tr>\n";
+  }
   html += "</table>\n<table><tr><th>communication stream</th><th>busy (overlapping compute)</th></tr>\n";
   for (const auto& [name, s] : r.comm_busy_by_stream_s) {
     html += "<tr><td>" + esc(name) + "</td><td>" + dur(s) + "</td></tr>\n";

@@ -61,8 +61,10 @@ std::string step_report_json(const StepReport& r) {
   for (const auto& [k, v] : r.compute_by_kind_s) by_kind[k] = v;
   nlohmann::ordered_json by_stream = nlohmann::ordered_json::object();
   for (const auto& [k, v] : r.comm_busy_by_stream_s) by_stream[k] = v;
-  j["critical_device"] = {
-      {"device", r.critical_device}, {"compute_by_kind_s", by_kind}, {"comm_busy_by_stream_s", by_stream}};
+  j["critical_device"] = {{"device", r.critical_device},
+                          {"compute_by_kind_s", by_kind},
+                          {"compute_beside_comm_s", r.compute_beside_comm_s},
+                          {"comm_busy_by_stream_s", by_stream}};
   if (r.critical_path.present || !r.critical_path.skipped.empty()) j["critical_path"] = path_object(r.critical_path);
   nlohmann::ordered_json comps = nlohmann::ordered_json::object();
   for (const auto& c : r.memory.components) comps[c.name + "_bytes"] = c.bytes;

@@ -90,6 +90,9 @@ struct StepReport {
   std::string binding;
   std::vector<std::pair<std::string, double>> compute_by_kind_s;
   std::vector<std::pair<std::string, double>> comm_busy_by_stream_s;
+  /// Of that compute time, what the ops took beyond their time alone because
+  /// communication ran beside them (part of compute_s, not added to it).
+  double compute_beside_comm_s = 0;
   MemoryReport memory;
   CriticalPathReport critical_path;
   struct SimStats {

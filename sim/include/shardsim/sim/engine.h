@@ -89,6 +89,10 @@ struct EngineResult {
   /// and compute, so these need not sum to the step time).
   std::vector<std::pair<std::string, double>> compute_by_kind_s;
   std::vector<std::pair<std::string, double>> comm_busy_by_stream_s;
+  /// Of the critical device's compute time, what its ops took beyond their
+  /// time alone because communication ran beside them (the SMs and HBM
+  /// share it holds: compute_model.h, chip_beside_communication).
+  double compute_beside_comm_s = 0;
 };
 
 /// Simulates one step. Deterministic: the same inputs give the same result.
