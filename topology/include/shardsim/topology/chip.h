@@ -95,12 +95,12 @@ struct ChipSpec {
   /// (bench/prefill_gemm_probe.py); off in every preset (docs/model.md,
   /// section 3: a known inconsistency).
   bool matmul_stream_k = false;
-  /// The compute units a stream-K matmul is cut for when fewer are free: 0
-  /// (the default) for compute_units. Not a preset field: set by
-  /// chip_beside_communication (sim/compute_model.h) for compute beside an
-  /// NCCL kernel, which the GEMM library does not know of, so it still cuts
-  /// the work for the whole chip and the shares that find no free unit run
-  /// in a second round.
+  /// The compute units the GEMM library cuts split-K pieces and stream-K
+  /// shares for when fewer are free: 0 (the default) for compute_units. Not
+  /// a preset field: set by chip_beside_communication (sim/compute_model.h)
+  /// for compute beside an NCCL kernel, which the library does not know of,
+  /// so it still cuts the work for the whole chip and the pieces that find
+  /// no free unit run in a second round.
   int planned_compute_units = 0;
   std::string source;  ///< citation of the figures
 
