@@ -201,12 +201,18 @@ TEST(Engine, DataParallelGradientReductionOverlapsBackward) {
   EXPECT_LT(exposed("20000000"), 0.8 * exposed("1000000000000"));
 }
 
-TEST(ComputeModel, WaveQuantizationPenalizesAPartialLastWave) {
+/// 132 compute units with 128 x 256 tiles 64 deep (an H100's SMs and CUTLASS tile).
+ChipSpec engine_hopper_tiles() {
   ChipSpec c;
   c.compute_units = 132;
   c.tile_m = 128;
   c.tile_n = 256;
   c.tile_k = 64;
+  return c;
+}
+
+TEST(ComputeModel, WaveQuantizationPenalizesAPartialLastWave) {
+  ChipSpec c = engine_hopper_tiles();
   // 132 tiles fill one wave exactly; 133 need a second, nearly empty one.
   EXPECT_DOUBLE_EQ(matmul_quantization_efficiency(128 * 12, 256 * 11, 4096, 1, c), 1.0);
   EXPECT_NEAR(matmul_quantization_efficiency(128 * 133, 256, 4096, 1, c), 133.0 / 264, 1e-12);
@@ -219,11 +225,7 @@ TEST(ComputeModel, WaveQuantizationPenalizesAPartialLastWave) {
 // iterations on 132 SMs: 65 each), not a wave; 80 tiles (under one wave)
 // likewise; a tile's K loop cut in pieces pays its fill on each piece.
 TEST(ComputeModel, StreamKDealsAPartialWaveOut) {
-  ChipSpec c;
-  c.compute_units = 132;
-  c.tile_m = 128;
-  c.tile_n = 256;
-  c.tile_k = 64;
+  ChipSpec c = engine_hopper_tiles();
   c.matmul_stream_k = true;
   EXPECT_NEAR(matmul_quantization_efficiency(128 * 133, 256, 4096, 1, c), 8512.0 / (65 * 132), 1e-12);
   EXPECT_NEAR(matmul_quantization_efficiency(128 * 80, 256, 4096, 1, c), 5120.0 / (39 * 132), 1e-12);
@@ -243,12 +245,8 @@ TEST(ComputeModel, StreamKDealsAPartialWaveOut) {
 // each), then 68 tiles' shares twice (2 x 66). A kernel that tells the GEMM
 // its margin (userbuffers, sms > 0) gets a plain stream-K cut for 116 units.
 TEST(ComputeModel, BesideNcclAStreamKGemmRunsItsPartialWaveTwice) {
-  ChipSpec c;
-  c.compute_units = 132;
+  ChipSpec c = engine_hopper_tiles();
   c.comm_compute_units = 24;
-  c.tile_m = 128;
-  c.tile_n = 256;
-  c.tile_k = 64;
   c.matmul_stream_k = true;
   const ChipSpec nccl = chip_beside_communication(c);
   EXPECT_EQ(nccl.compute_units, 108);
