@@ -11,7 +11,8 @@
 # -1 holds the SMs without touching memory (SMs taken, no HBM traffic). One GPU cannot run NCCL
 # (it refuses two ranks on one device), so the pacing stands in for a collective's rate: an 8-GPU
 # NVLink ring moving B GB/s of bus bandwidth reads and writes about 2B (all-gather) to 3B
-# (reduce-scatter) GB/s of its own HBM (send reads, peers' writes into its buffers, reduce reads).
+# (reduce-scatter) GB/s of its own HBM (send reads, peers' writes into its buffers, reduce reads)
+# by counting the ring's steps: an estimate, not measured here.
 #
 # Victims, each timed with CUDA events over back-to-back calls alone and while the co-runner runs
 # (the co-runner is launched first and outlasts them; `overlapped` says it did):
