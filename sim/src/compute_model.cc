@@ -48,33 +48,6 @@ int64_t tile_for(int64_t dim, int64_t tile) {
   return std::min(t, tile);
 }
 
-/// Stream-K beside a kernel that holds some compute units, the GEMM library
-/// not knowing of it (NCCL): the library still cuts the matmul for
-/// planned_compute_units P, as data-parallel whole waves of tiles plus the
-/// last partial wave's K iterations dealt evenly over P shares (the
-/// data-parallel + stream-K hybrid of Osama et al.). The U free units take
-/// the whole waves' tiles as they come (their K iterations spread over U),
-/// and the P shares of the partial wave run in ceil(P / U) rounds: a matmul
-/// of one partial wave takes twice as long beside 24 held SMs of 132.
-/// Measured (bench/fit_comm_contention.py): GEMMs of 1024-2048 rows x1.6-1.8
-/// on H100 and H200 beside a copy kernel on 16-32 SMs, larger ones x1.15-1.5
-/// (the model: x1.6-2.0 and x1.14-1.40); nearly x2 for a one-wave GEMM
-/// beside an NCCL all-gather holding 24 SMs of an H100 (NVIDIA developer
-/// forum, "Compute-communication overlap causes severe GEMM performance
-/// degradation because of tail effect").
-double stream_k_beside(int64_t tiles, int64_t ksteps, double useful, int64_t tm, int64_t tn, const ChipSpec& c,
-                       double k_overhead) {
-  const int64_t planned = c.planned_compute_units, units = c.compute_units;
-  const int64_t whole = tiles / planned * planned, rest = tiles - whole;
-  const int64_t per_unit =
-      ceil_div(whole * ksteps, units) + (rest > 0 ? ceil_div(planned, units) * ceil_div(rest * ksteps, planned) : 0);
-  const double padded =
-      static_cast<double>(per_unit) * static_cast<double>(units) * static_cast<double>(tm * tn) * c.tile_k;
-  const int64_t pieces = tiles < planned ? std::max<int64_t>(1, planned / tiles) : 1;
-  const double piece_k = static_cast<double>(ceil_div(ksteps, pieces) * c.tile_k);
-  return std::min(1.0, useful / padded) * piece_k / (piece_k + k_overhead);
-}
-
 }  // namespace
 
 double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t batch, const ChipSpec& c,
@@ -85,29 +58,48 @@ double matmul_quantization_efficiency(int64_t m, int64_t n, int64_t k, int64_t b
   const double useful = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                         static_cast<double>(std::max<int64_t>(batch, 1));
   const int64_t ksteps = ceil_div(k, c.tile_k);
-  if (c.matmul_stream_k && c.planned_compute_units > c.compute_units)
-    return stream_k_beside(tiles, ksteps, useful, tm, tn, c, k_overhead);
+  // The units the GEMM library cuts the work for: the whole chip beside an
+  // NCCL kernel, whose SMs it does not know of (chip_beside_communication).
+  const int64_t units = c.compute_units, planned = std::max<int64_t>(c.planned_compute_units, units);
   if (c.matmul_stream_k) {
     // Stream-K (Osama et al., PPoPP 2023; persistent GEMM kernels, as
     // CUDA 13.0's cuBLAS runs on H200): the tiles' K iterations are dealt out evenly over the
     // compute units, so the padding is that of the tiles and of one
     // iteration per unit, not of a whole last wave; a tile whose K loop is
     // cut over several units pays its fill on each piece.
-    const int64_t per_unit = ceil_div(tiles * ksteps, c.compute_units);
+    //
+    // Beside a kernel that holds some compute units, the GEMM library not
+    // knowing of it (NCCL), the library still cuts the matmul for
+    // planned_compute_units P, as data-parallel whole waves of tiles plus
+    // the last partial wave's K iterations dealt evenly over P shares (the
+    // data-parallel + stream-K hybrid of Osama et al.). The U free units
+    // take the whole waves' tiles as they come (their K iterations spread
+    // over U), and the P shares of the partial wave run in ceil(P / U)
+    // rounds: a matmul of one partial wave takes twice as long beside 24
+    // held SMs of 132. Measured (bench/fit_comm_contention.py): GEMMs of
+    // 1024-2048 rows x1.6-1.8 on H100 and H200 beside a copy kernel on 16-32
+    // SMs, larger ones x1.15-1.5 (the model: x1.6-2.0 and x1.14-1.40);
+    // nearly x2 for a one-wave GEMM beside an NCCL all-gather holding 24 SMs
+    // of an H100 (NVIDIA developer forum, "Compute-communication overlap
+    // causes severe GEMM performance degradation because of tail effect").
+    int64_t per_unit = ceil_div(tiles * ksteps, units);
+    if (planned > units) {
+      const int64_t whole = tiles / planned * planned, rest = tiles - whole;
+      per_unit = ceil_div(whole * ksteps, units) +
+                 (rest > 0 ? ceil_div(planned, units) * ceil_div(rest * ksteps, planned) : 0);
+    }
     const double padded =
-        static_cast<double>(per_unit) * c.compute_units * static_cast<double>(tm * tn) * static_cast<double>(c.tile_k);
-    const int64_t pieces = tiles < c.compute_units ? std::max<int64_t>(1, c.compute_units / tiles) : 1;
+        static_cast<double>(per_unit) * static_cast<double>(units) * static_cast<double>(tm * tn) * c.tile_k;
+    const int64_t pieces = tiles < planned ? std::max<int64_t>(1, planned / tiles) : 1;
     const double piece_k = static_cast<double>(ceil_div(ksteps, pieces) * c.tile_k);
     return std::min(1.0, useful / padded) * piece_k / (piece_k + k_overhead);
   }
   // Too few tiles to fill the compute units: split K over the idle units
-  // (split-K), as GEMM libraries do, for the units the library plans for
-  // (the whole chip beside an NCCL kernel, whose SMs it does not know of:
-  // the pieces that find no free unit then run in a second wave).
-  const int64_t plan_units = std::max(c.planned_compute_units, c.compute_units);
-  const int64_t split = tiles < plan_units ? std::max<int64_t>(1, std::min(plan_units / tiles, ksteps)) : 1;
-  const int64_t waves = ceil_div(tiles * split, c.compute_units);
-  const double padded = static_cast<double>(waves) * c.compute_units * static_cast<double>(tm * tn) *
+  // (split-K), as GEMM libraries do, cut for the planned units (beside an
+  // NCCL kernel the pieces that find no free unit run in a second wave).
+  const int64_t split = tiles < planned ? std::max<int64_t>(1, std::min(planned / tiles, ksteps)) : 1;
+  const int64_t waves = ceil_div(tiles * split, units);
+  const double padded = static_cast<double>(waves) * static_cast<double>(units) * static_cast<double>(tm * tn) *
                         static_cast<double>(ceil_div(ksteps, split) * c.tile_k);
   // Each tile loops over its K (split-K shortens it) and pays a fixed
   // pipeline fill and epilogue on top.
