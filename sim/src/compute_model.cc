@@ -26,6 +26,12 @@
 // Measured on H100 and H200 as the mean of T - bytes / (HBM bw · memory_efficiency)
 // over graphed cuBLAS decode GEMMs (4-470 MB) and cuDNN decode attention
 // (under 300 MB of cache), less the graphed launch (bench/fit_decode_kernels.py).
+//
+// A GPU held below the power limit its rates were measured at runs its SMs
+// at a lower clock: the FLOP term of a matmul or attention is divided by the
+// cluster's compute_clock_scale (the clock ratio: tensor-core throughput is
+// clock x FLOPs per clock), the HBM term is not (a power cap lowers the SM
+// clock, not the memory clock), so a decode GEMV keeps its time.
 #include "shardsim/sim/compute_model.h"
 
 #include <algorithm>
@@ -164,9 +170,10 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
     const double format = fp4 ? chip.fp4_matmul_efficiency : low ? chip.fp8_matmul_efficiency : chip.matmul_efficiency;
     const double eff =
         format * accumulate * matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip, k_overhead);
-    flop_s = op.flops.value() / (peak * eff);
+    flop_s = op.flops.value() / (peak * eff * chip.compute_clock_scale);
   } else if (op.compute == ComputeKind::kAttention) {
-    flop_s = op.flops.value() / (peak_for(op.dtype, chip).value() * attention_efficiency(op, chip));
+    flop_s = op.flops.value() /
+             (peak_for(op.dtype, chip).value() * attention_efficiency(op, chip) * chip.compute_clock_scale);
   }
   // The extra belongs to the memory-bound kernel's time: inside the max, so
   // the time stays continuous and monotone in both terms (a matmul slowed by

@@ -357,6 +357,35 @@ TEST(ComputeModel, MemoryBoundOpsFollowHbmBandwidth) {
   EXPECT_EQ(compute_time(o, c).ps(), 4'000'000'000);  // 2 GB at 0.5 TB/s: 4 ms
 }
 
+// A power-capped GPU (compute_clock_scale < 1) runs the FLOP term of its
+// matmuls and attention at that fraction of the rate; a kernel bound by its
+// HBM traffic keeps its time, since a power cap lowers the SM clock only.
+TEST(ComputeModel, AClockBelowTheMeasuredOneSlowsOnlyTheFlopTerm) {
+  ChipSpec c = simple_chip();  // 1 TFLOP/s, 1 TB/s, no launch overhead
+  c.tile_m = c.tile_n = c.tile_k = 1;
+  Op gemm;
+  gemm.compute = ComputeKind::kMatmul;
+  gemm.m = gemm.n = gemm.k = 1000;
+  gemm.flops = Flops(2e9);             // 2 ms at 1 TFLOP/s
+  gemm.bytes_read = Bytes(1'000'000);  // 1 us at 1 TB/s
+  Op attn = gemm;
+  attn.compute = ComputeKind::kAttention;
+  Op gemv = gemm;
+  gemv.flops = Flops(2e6);                 // 2 us of FLOPs
+  gemv.bytes_read = Bytes(1'000'000'000);  // 1 ms of bytes
+  const double gemm_s = compute_time(gemm, c).seconds(), attn_s = compute_time(attn, c).seconds();
+  const double gemv_s = compute_time(gemv, c).seconds();
+  EXPECT_NEAR(gemm_s, 2e-3, 1e-12);
+  c.compute_clock_scale = 0.8;
+  EXPECT_NEAR(compute_time(gemm, c).seconds(), gemm_s / 0.8, 1e-12);
+  EXPECT_NEAR(compute_time(attn, c).seconds(), attn_s / 0.8, 1e-12);
+  EXPECT_DOUBLE_EQ(compute_time(gemv, c).seconds(), gemv_s);
+  // Beside a collective the scale still holds (the chip is copied whole).
+  c.compute_units = 132;
+  c.comm_compute_units = 24;
+  EXPECT_DOUBLE_EQ(chip_beside_communication(c).compute_clock_scale, 0.8);
+}
+
 // A decode-shaped matmul (one row against a weight read once) and decode
 // attention are bound by their bytes and pay the chip's extra fixed time for
 // such kernels; the same kinds bound by their FLOPs, and memory-bound ops of

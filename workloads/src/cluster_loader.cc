@@ -320,6 +320,9 @@ ClusterSpec parse_cluster(const Json& j, const std::string& file) {
   c.devices = r.positive_int("devices");
   if (c.devices > kMaxDevices) r.fail("devices", "at most " + std::to_string(kMaxDevices) + " devices are supported");
   r.string("source", "");
+  // Tensor-core clock under this cluster's power limit, relative to the one
+  // the chip preset's compute rates were measured at (chip.h).
+  c.chip.compute_clock_scale = r.number_in("compute_clock_scale", 0.05, 2.0, 1.0);
   if (r.has("calibration")) {
     const std::string name = r.string("calibration");
     if (name.empty()) r.fail("calibration", "expected the path of a profile written by shardsim calibrate");

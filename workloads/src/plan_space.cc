@@ -72,8 +72,9 @@ double compute_bound_s(const Scenario& s) {
     if (profile->attention_flops_per_s > 0) t += f.attention / devices / profile->attention_flops_per_s;
     return t;
   }
-  const double matmul_peak = c.matmul_peak(p.matmul_dtype).value();
-  const double attention_peak = std::max(c.bf16_peak.value(), c.fp8_peak.value());
+  // Under a power cap the tensor cores run at compute_clock_scale of their rate.
+  const double matmul_peak = c.matmul_peak(p.matmul_dtype).value() * c.compute_clock_scale;
+  const double attention_peak = std::max(c.bf16_peak.value(), c.fp8_peak.value()) * c.compute_clock_scale;
   return f.matmul / devices / (matmul_peak * c.matmul_efficiency) +
          f.attention / devices / (attention_peak * c.attention_efficiency);
 }

@@ -27,7 +27,8 @@ double attention_efficiency(const Op& op, const ChipSpec& chip);
 /// else bf16.
 FlopsPerSec peak_for(DType d, const ChipSpec& chip);
 
-/// Roofline time of a compute op, launch overhead included.
+/// Roofline time of a compute op, launch overhead included; a matmul's or
+/// attention's FLOP term at the chip's compute_clock_scale of its rate.
 SimTime compute_time(const Op& op, const ChipSpec& chip);
 
 /// The chip as compute sees it while a communication kernel runs beside it:
@@ -45,7 +46,8 @@ ChipSpec chip_beside_communication(const ChipSpec& chip, int sms = 0);
 /// at the profile's FLOP/s for their volume m·n·k (per product), attention
 /// at its measured FLOP/s, the loss at its measured values/s (exp-bound on
 /// CPUs), everything else at the measured streaming bandwidth; launch
-/// overhead as compute_time.
+/// overhead as compute_time. The rates were measured at the clocks the run
+/// had, so compute_clock_scale does not apply.
 SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile& profile);
 
 /// The time the simulation gives a compute op alone: calibrated when a

@@ -102,6 +102,14 @@ struct ChipSpec {
   /// so it still cuts the work for the whole chip and the pieces that find
   /// no free unit run in a second round.
   int planned_compute_units = 0;
+  /// The tensor cores' clock in this cluster over the clock the preset's
+  /// compute rates were measured at (1: the same): a GPU held below its
+  /// default power limit lowers its SM clock, so compute-bound matmuls and
+  /// attention run at this fraction of their rates, while a power cap does
+  /// not lower the HBM clock, so memory-bound kernels keep theirs. Not a
+  /// preset field: the scenario's cluster.compute_clock_scale (docs/model.md,
+  /// section 3, "Power-capped GPUs").
+  double compute_clock_scale = 1.0;
   std::string source;  ///< citation of the figures
 
   /// Peak FLOP/s of a matmul at `d`: fp4 at fp4_peak, fp8 and int8 at
