@@ -66,7 +66,9 @@ Rules applied to every row
   8 GPUs per node, or all of them for the 2- and 4-GPU rows; GB200 rows: NVLink domains of 4 x NeMo's Slurm
   --segment (64 GPUs for the DGXC runs), the tt_nvfp4 rows one 4-GPU domain on a gb200 whose memory is the
   capacity their own percentages imply (unnamed Blackwell SKU: GB200 by that capacity). torchtitan's H100 rows (Grand Teton, 96 GB /
-  94-95 GB HBM2e) use h100-sxm-96g; the torchao float8 H100 (variant not stated) uses h100-sxm.
+  94-95 GB HBM2e) use h100-sxm-96g; the torchao float8 H100 (variant not stated) uses h100-sxm. The Grand Teton
+  clusters ran at a 500 W power limit and carry compute_clock_scale, a parameter of that hardware fitted by
+  fit_power_cap.py on the development rows without CP (published.fitted; POWER_CAPPED below).
 * Mesh order: shardsim's default (tp innermost, then cp, pp, dp) except torchtitan rows with PP, whose device
   mesh [pp, dp_shard, cp, tp] puts pp outermost: ["tp", "cp", "dp", "pp"].
 * Skipped (manifest "skipped"): rows that span several TPU v4 slices (no DCN bandwidth per chip published for
@@ -257,10 +259,33 @@ TPU_SLICES = {
 }
 
 
+# Power-capped GPUs. Meta's Grand Teton H100s ran the Dec-2024 torchtitan benchmarks at their default 500 W power
+# limit, not the 700 W the h100-sxm preset's GEMM and attention rates were measured at ("We used the default 500W
+# power limit", pytorch/torchtitan@b5bcd76c66:benchmarks/llama3_h100_202412_torchtitan.md:15); the 2024 docs ran
+# "lower TDP" parts of the same SKU (HARDWARE['grand_teton_2024']), taken as the same 500 W (assumed). A cap lowers
+# the SM clock, not the HBM clock; the tensor-core clock at 500 W is published nowhere, so these clusters carry
+# compute_clock_scale (docs/model.md, section 3, "Power-capped GPUs"): a named parameter of this hardware profile,
+# fitted by fit_power_cap.py on the rows power_cap_fitted() names (marked published.fitted) and reported as fitted.
+POWER_CAPPED = ("grand_teton", "grand_teton_2024")
+GRAND_TETON_500W_CLOCK_SCALE = 0.79  # fit_power_cap.py (its --check guards it)
+POWER_CAP_NOTE = ("500 W power limit: compute_clock_scale {:.2f} (matmul and attention at that fraction of the "
+                  "h100-sxm-96g rates measured at 700 W; fitted by fit_power_cap.py on the development rows of this "
+                  "hardware without context parallelism, docs/validation.md)")
+
+
+def power_cap_fitted(hw, split, cp):
+    """The rows compute_clock_scale is fitted on: development rows of the 500 W hardware without context
+    parallelism (the CP rows' error grows with the CP degree, a cost of their own the scale must not absorb)."""
+    return hw in POWER_CAPPED and split == "development" and cp == 1
+
+
 def gpu_cluster(hw, devices):
     """8 GPUs per node; a run on fewer GPUs than a node (the 2- and 4-GPU long-sequence rows) uses part of one."""
     chip, nic, _ = HARDWARE[hw]
-    return {"chip": chip, "devices": devices, "fabric": gpu_fabric(nic, min(8, devices))}
+    cluster = {"chip": chip, "devices": devices, "fabric": gpu_fabric(nic, min(8, devices))}
+    if hw in POWER_CAPPED:
+        cluster["compute_clock_scale"] = GRAND_TETON_500W_CLOCK_SCALE
+    return cluster
 
 
 def gb200_cluster(devices):
@@ -2072,7 +2097,8 @@ def build_torchtitan(row):
                                        compile="on" if f["compile"] else "off", dp=f["dp"], cp=cp,
                                        atp="on" if f.get("async_tp") else "off", sched=f.get("schedule"),
                                        split=",".join(map(str, lps)) if lps else "")
-    extra = [note, HARDWARE[f["hw"]][2],
+    extra = [note, HARDWARE[f["hw"]][2]] + (
+        [POWER_CAP_NOTE.format(GRAND_TETON_500W_CLOCK_SCALE)] if f["hw"] in POWER_CAPPED else []) + [
              "tokens/s per device = torchtitan tps (tokens before CP splitting / (time x cp x tp x pp)) = global "
              "tokens per step / (step time x devices)"]
     metrics = [("tokens_per_s_per_device", row["measured"]["tokens_per_s_per_gpu"])]
@@ -2098,8 +2124,10 @@ def build_torchtitan(row):
                    "devices": n, "fabric": gpu_fabric(HARDWARE[f["hw"]][1], n)}
     else:
         cluster = gpu_cluster(f["hw"], n)
-    return scenario(row, desc, model, cluster, plan, metrics, f"{src}, {row['locator']}",
-                    assumptions_text(knobs, extra))
+    out = scenario(row, desc, model, cluster, plan, metrics, f"{src}, {row['locator']}", assumptions_text(knobs, extra))
+    if power_cap_fitted(f["hw"], SPLIT[row["id"]], cp):
+        out["published"]["fitted"] = True
+    return out
 
 
 AM = "NVIDIA-NeMo/Automodel@01926a5c"
