@@ -291,6 +291,43 @@ TEST(StackMechanisms, CpAllGatherGathersKeysAndValuesOncePerAttention) {
   }
 }
 
+// PyTorch's context_parallel (torchtitan) sits under SDPA: it gathers the
+// keys and values torchtitan has already repeated for every query head, and
+// its backward hands fp32 dk, dv accumulators round the ring after every
+// block (torch/distributed/tensor/experimental/_attention.py) instead of
+// reduce-scattering them.
+TEST(StackMechanisms, CpAllGatherAsPyTorchRunsItPassesFp32KeyGradientsRoundTheRing) {
+  const int64_t S = 8192, cp = 4, a = 32, d = 128, T = S / cp;
+  const Program p = stage0(testing::scenario(
+      kCp4, {{"model.layers", "2"}, {"plan.cp_comm", "all_gather"}, {"plan.framework", "torchtitan"}}));
+  EXPECT_TRUE(named(p, "cp dkv reduce-scatter").empty());
+  for (int32_t L = 0; L < 2; ++L) {
+    for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+      const std::vector<OpId> ag = named(p, "cp kv all-gather", L, 0, pass);
+      ASSERT_EQ(ag.size(), 1u);
+      EXPECT_EQ(p.op(ag.front()).comm_bytes.value(), 2 * S * a * d * 2);  // 32 repeated heads, not 8
+      EXPECT_EQ(named(p, "repeat kv", L, 0, pass).size(), 1u);
+    }
+    const std::vector<OpId> sends = named(p, "cp send dkv", L, 0, Pass::kBackward);
+    const std::vector<OpId> adds = named(p, "cp grad accumulate", L, 0, Pass::kBackward);
+    const std::vector<OpId> steps = named(p, "cp attention", L, 0, Pass::kBackward);
+    ASSERT_EQ(static_cast<int64_t>(sends.size()), cp);
+    ASSERT_EQ(static_cast<int64_t>(adds.size()), cp);
+    ASSERT_EQ(static_cast<int64_t>(steps.size()), cp);
+    for (int64_t i = 0; i < cp; ++i) {
+      const Op& s = p.op(sends[static_cast<size_t>(i)]);
+      EXPECT_EQ(s.peer_axis, MeshAxis::kCp);
+      EXPECT_EQ(s.comm_bytes.value(), 2 * T * a * d * 4);  // dk and dv in fp32
+      // Block i's accumulation waits for its SDPA backward and, after the
+      // first, for the accumulators the previous rank sent on.
+      const auto deps = p.deps(adds[static_cast<size_t>(i)]);
+      EXPECT_NE(std::find(deps.begin(), deps.end(), steps[static_cast<size_t>(i)]), deps.end());
+      EXPECT_EQ(deps.size(), i == 0 ? 1u : 2u);
+    }
+    EXPECT_EQ(named(p, "cp grad cast", L, 0, Pass::kBackward).size(), 1u);
+  }
+}
+
 TEST(StackMechanisms, CpAllToAllExchangesAroundAttentionAndNeedsHeadsDivisible) {
   const int64_t S = 8192, cp = 4, T = S / cp, a = 32, kv = 8, d = 128;
   const Program p = stage0(testing::scenario(kCp4, {{"model.layers", "2"}, {"plan.cp_comm", "a2a"}}));

@@ -22,7 +22,7 @@ std::vector<OpId> StageLowering::repeat_kv(int32_t layer, Pass pass, const std::
 }
 
 OpId StageLowering::attention_node(Node n, int32_t layer, Pass pass, const std::vector<OpId>& deps) {
-  if (cp_ > 1) return ring_attention(layer, pass, deps);
+  if (cp_ > 1) return ring_attention(layer, pass, repeat_kv(layer, pass, deps));
   if (p_.fused_attention) return fused_attention(layer, pass, repeat_kv(layer, pass, deps));
   // Unfused (Megatron-LM before flash attention): batched matmuls for QK^T
   // and for the values over the full s x s scores (the causal mask is
@@ -48,7 +48,7 @@ OpId StageLowering::attention_node(Node n, int32_t layer, Pass pass, const std::
 
 OpId StageLowering::attention_backward(int32_t layer, OpId dep) {
   const Pass pass = Pass::kBackward;
-  if (cp_ > 1) return ring_attention(layer, pass, {dep});
+  if (cp_ > 1) return repeat_kv(layer, pass, {ring_attention(layer, pass, {dep})}).front();
   if (p_.fused_attention) return repeat_kv(layer, pass, {fused_attention(layer, pass, {dep})}).front();
   // Unfused: dP = dO·Vᵀ and dV = Pᵀ·dO; dropout and softmax backward;
   // dQ = dS·K and dK = dSᵀ·Q.
@@ -168,15 +168,31 @@ Op StageLowering::cp_attention_step(int32_t layer, Pass pass, int64_t read, int6
 /// Megatron's cp_comm_type "allgather"): the keys and values of every cp
 /// rank are all-gathered once per attention call, then consumed block by
 /// block, each block's partial output merged into an fp32 accumulator
-/// through its log-sum-exp (_SDPAMerger). Backward gathers them again and
-/// reduce-scatters the keys' and values' gradients.
+/// through its log-sum-exp (_SDPAMerger). Backward gathers them again; its
+/// keys' and values' gradients are reduce-scattered (Megatron), or, as
+/// PyTorch runs it, passed round the ring (below).
+///
+/// PyTorch's version sits under scaled_dot_product_attention, so under
+/// torchtitan, which repeats each KV head for its query heads before SDPA
+/// (repeat_kv), it gathers the repeated keys and values: a_ heads, not kv_.
+/// Its backward (_templated_ring_attention_backward) accumulates dq, dk and
+/// dv in fp32 (convert_to_f32) block by block, and hands the dk, dv
+/// accumulators on to the next rank after every block with an all-to-all
+/// permute in fp32 (its dkv rotater is always ALL_TO_ALL): block i adds to
+/// what the previous rank sent after its block i - 1, so the accumulations
+/// form a chain round the ring; after the last block each rank receives its
+/// own keys' and values' gradients and casts them, and dq, to bf16.
 OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   const bool backward = pass == Pass::kBackward;
-  const int64_t kv_local = 2 * T_ * kv_ * d_ * kAct;
+  const bool pytorch = p_.framework == Framework::kTorchtitan;
+  const int64_t kv_heads = pytorch ? a_ : kv_;  // torchtitan's SDPA sees repeated KV heads
+  const int64_t kv_local = 2 * T_ * kv_heads * d_ * kAct;
   const int64_t q = T_ * a_ * d_ * kAct;
   const OpId kv = collective(CollectiveKind::kAllGather, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
                              "cp kv all-gather", layer, pass, kv_local * cp_, DType::kBf16, deps);
   OpId x = kNone;
+  OpId dkv = kNone;  // PyTorch: the dk, dv accumulators received from the previous rank
+  const int64_t grads = T_ * (a_ + 2 * kv_heads) * d_;  // dq, dk, dv values of one block
   for (int64_t i = 0; i < cp_; ++i) {
     const Op step =
         cp_attention_step(layer, pass, backward ? 3 * q + 2 * kv_local : q + kv_local, backward ? q + 2 * kv_local : q);
@@ -185,7 +201,17 @@ OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::
       // Merge the block's output and log-sum-exp into the fp32 accumulator.
       x = memop(ComputeKind::kElementwise, "cp merge", layer, pass, T_ * a_ * d_, T_ * a_ * d_ * (kAct + 4),
                 T_ * a_ * d_ * 4, 4, {x});
+    } else if (pytorch) {
+      // Add the block's bf16 gradients into the fp32 accumulators (dk, dv:
+      // the ones the previous rank sent on), then send dk, dv on.
+      x = memop(ComputeKind::kElementwise, "cp grad accumulate", layer, pass, grads, grads * (4 + kAct), grads * 4, 1,
+                i == 0 ? std::vector<OpId>{x} : std::vector<OpId>{x, dkv});
+      dkv = ring_exchange("cp send dkv", "cp recv dkv", layer, pass, MeshAxis::kCp, TrainStreams::kCpSend,
+                          TrainStreams::kCpRecv, 2 * T_ * kv_heads * d_ * 4, {x});
     }
+  }
+  if (backward && pytorch) {
+    return memop(ComputeKind::kElementwise, "cp grad cast", layer, pass, grads, grads * 4, grads * kAct, 1, {x, dkv});
   }
   if (backward) {
     return collective(CollectiveKind::kReduceScatter, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
