@@ -2312,14 +2312,67 @@ FLASH2_FAMILIES = {
     ("dgxc v25.02", "grok1_314b"): "NVIDIA/dgxc-benchmarking@8f5cbb3 grok1 recipe: NVTE_FUSED_ATTN=0, "
                                    "use_flash_attention=true",
     ("dgxc v24.11.1", "nemotron4_340b"): "NVIDIA/dgxc-benchmarking@35a9aec nemotron recipe (NVTE_FUSED_ATTN=0)",
+    ("nemo_longseq", "NeMo 24.03.01"): "the table names the container (NeMo 24.03.01), not how it was launched: its "
+                                       "launcher's default environment, NVIDIA/NeMo-Framework-Launcher@24.03.01 "
+                                       "(5c7e280a4b):launcher_scripts/conf/config.yaml:68, NVTE_FUSED_ATTN: 0",
 }
+
+# NVLink SHARP. Every launcher environment of the NeMo and DGX Cloud Megatron-Core rows sets NCCL_NVLS_ENABLE=0
+# (NeMo's own comment: "Disable NVLink SHARP to save memory"), so NCCL runs its collectives inside an NVLink domain
+# as rings and trees, not NVLS: fabric.nvls = false. The MCore MoE README's and AutoModel's runs set nothing
+# (NCCL's default, NVLS on where the switches have it).
+NEMO2_EXECUTOR = "NVIDIA/NeMo@{}:scripts/performance/utils.py:75 (slurm_executor env NCCL_NVLS_ENABLE 0)"
+NVLS_OFF_NEMO = {
+    ("nemo_perf_2407", "NeMo 24.07"): "NVIDIA/NeMo-Framework-Launcher@24.07 (8325688d83):launcher_scripts/conf/"
+                                      "config.yaml:69 (env_vars NCCL_NVLS_ENABLE: 0)",
+    ("nemo_longseq", "NeMo 24.03.01"): "the container's launcher default (how the table was launched is not stated): "
+                                       "NVIDIA/NeMo-Framework-Launcher@24.03.01 (5c7e280a4b):launcher_scripts/conf/"
+                                       "config.yaml:65 (env_vars NCCL_NVLS_ENABLE: 0)",
+    ("nemo_longseq", "NeMo 25.04.rc2"): "NeMo 2's performance scripts' default (how the table was launched is not "
+                                        "stated): " + NEMO2_EXECUTOR.format("7a8f1cc7bc"),
+}
+NVLS_OFF_DGXC = {  # (release, recipe folder) -> the line that exports NCCL_NVLS_ENABLE=0
+    ("dgxc v24.11.1", "nemo_megatron"): dg("35a9aec", "nemo_megatron/launch.sh", 52),
+    ("dgxc v24.11.1", "grok1"): dg("35a9aec", "grok1/configure.sh", 26),
+    ("dgxc v24.11.1", "llama3.1"): dg("35a9aec", "llama3.1/configure.sh", 43),
+    ("dgxc v24.11.1", "nemotron"): dg("35a9aec", "nemotron/configure.sh", 28),
+    ("dgxc v25.02", "nemo_megatron"): dg("8f5cbb3", "nemo_megatron/configure.sh", 28),
+    ("dgxc v25.02", "grok1"): dg("8f5cbb3", "grok1/configure.sh", 26),
+    ("dgxc v25.02", "llama3.1"): dg("8f5cbb3", "llama3.1/configure.sh", 43),
+    ("dgxc v25.02", "nemotron"): dg("8f5cbb3", "nemotron/configure.sh", 28),
+    ("dgxc v25.04", "llama3.1"): dg("741c886", "llama3.1/llama31_utils.py", 65),
+    ("dgxc v25.05", "*"): NEMO2_EXECUTOR.format("7a8f1cc7bc") + ", which dgxc-benchmarking@68eaf7e's launch.sh runs",
+    ("dgxc v25.05.01", "*"): NEMO2_EXECUTOR.format("6f2c6fdaff") + ", which dgxc-benchmarking@60d6fd3's launch.sh runs "
+                             "(NEMO_COMMIT of its setup.sh)",
+    ("dgxc v25.05.02 (commit dfc8039, revised Grok1 H100)", "*"):
+        NEMO2_EXECUTOR.format("6f2c6fdaff") + ", which dgxc-benchmarking@dfc8039's launch.sh runs (NEMO_COMMIT of its "
+        "setup.sh)",
+}
+DGXC_RECIPE = {"gpt3_175b": "nemo_megatron", "grok1_314b": "grok1", "llama3_8b": "llama3.1", "llama3_70b": "llama3.1",
+               "llama31_405b": "llama3.1", "nemotron4_15b": "nemotron", "nemotron4_340b": "nemotron"}
+
+
+def megatron_nccl_env(row, sc):
+    """fabric.nvls = false where the run's launcher environment disables NVLink SHARP, with the line that does."""
+    if sc["plan"].get("framework") != "megatron-core":
+        return
+    if row["source"] == "dgxc":
+        cite = (NVLS_OFF_DGXC.get((row["release"], DGXC_RECIPE.get(row["model"])))
+                or NVLS_OFF_DGXC.get((row["release"], "*")))
+    else:
+        cite = NVLS_OFF_NEMO.get((row["source"], row["release"]))
+    if cite is None:
+        return
+    sc["cluster"]["fabric"]["nvls"] = False
+    sc["published"]["assumptions"] += " NVLink SHARP off (fabric nvls false): " + cite + "."
 
 
 def megatron_attention_kernel(row, sc):
     """Sets plan.attention_kernel of a Megatron-Core row and says where it comes from."""
     if sc["plan"].get("framework") != "megatron-core":
         return
-    key = ("nemo_perf_2407", None) if row["source"] == "nemo_perf_2407" else (row["release"], row["model"])
+    key = ((row["source"], None) if row["source"] == "nemo_perf_2407" else
+           (row["source"], row["release"]) if row["source"] == "nemo_longseq" else (row["release"], row["model"]))
     if key in FLASH2_FAMILIES:
         sc["plan"]["attention_kernel"] = "flash2"
         note = "attention kernel FlashAttention-2 (" + FLASH2_FAMILIES[key] + ")"
@@ -2379,6 +2432,7 @@ def main():
             sc = builder(row)(row)
             megatron_attention_kernel(row, sc)
             megatron_loss_kernel(row, sc)
+            megatron_nccl_env(row, sc)
             entry["chip"] = sc["cluster"]["chip"]
             name = (f"{row['id']}-{slug(row['model'])}-{CHIP_SLUG[row['hardware']['chip']]}x"
                     f"{row['hardware']['count']}-{precision_slug(row, sc['plan'])}.json")

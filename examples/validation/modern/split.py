@@ -43,6 +43,13 @@ _OOM_LOOK = ("2026-11-27: its memory breakdown (and for r0002 and r0322 the whol
              "Transformer Engine's fp8 saved inputs quantised (low_precision_saved_inputs) was made; that change "
              "follows TE's and torchao's source, but the row was looked at, so it counts as in-sample")
 MOVED_TO_DEVELOPMENT = {r: _OOM_LOOK for r in ("r0002", "r0004", "r0011", "r0013", "r0322", "r0480", "r0567")}
+_LONGSEQ_LOOK = ("2026-11-28: the growth of the long-sequence H100 rows' error with the sequence length (r0014-r0021, "
+                 "held out) and a comparison of r0005's prediction with r0013's led to checking which attention "
+                 "kernel NeMo 24.03.01's long-sequence runs used; the launcher's default environment "
+                 "(NVTE_FUSED_ATTN=0: FlashAttention-2) was then applied to them (evaluation 25). The value comes "
+                 "from the launcher's source, but these rows guided the look, so they count as in-sample")
+MOVED_TO_DEVELOPMENT.update({r: _LONGSEQ_LOOK for r in ("r0005", "r0014", "r0015", "r0016", "r0017", "r0018",
+                                                        "r0019", "r0020", "r0021")})
 
 
 def family_key(row):
