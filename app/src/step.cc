@@ -300,6 +300,11 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   detail::appendf(o, "  MFU                %.1f %%    (HFU %.1f %%; per device %.1f model, %.1f hardware TFLOP/s)\n",
                   100 * r.mfu, 100 * r.hfu, r.model_tflops_per_device, r.hardware_tflops_per_device);
   detail::appendf(o, "  bound by           %s\n", r.binding.c_str());
+  if (s.cluster.chip.compute_clock_scale != 1.0) {
+    detail::appendf(o,
+                    "  clock              matmul and attention at %.3g of the %s rates (cluster.compute_clock_scale)\n",
+                    s.cluster.chip.compute_clock_scale, r.chip.c_str());
+  }
   const auto& b = r.breakdown;
   auto pct = [&](double x) { return r.step_time_s > 0 ? 100 * x / r.step_time_s : 0.0; };
   detail::appendf(
