@@ -326,6 +326,16 @@ TEST(StackMechanisms, CpAllGatherAsPyTorchRunsItPassesFp32KeyGradientsRoundTheRi
     }
     EXPECT_EQ(named(p, "cp grad cast", L, 0, Pass::kBackward).size(), 1u);
   }
+  // Its ring (the alltoall rotation) carries the repeated heads too, and in
+  // the backward the fp32 dk, dv partial sums beside the bf16 block.
+  const Program ring = stage0(
+      testing::scenario(kCp4, {{"model.layers", "2"}, {"plan.cp_comm", "p2p"}, {"plan.framework", "torchtitan"}}));
+  const int64_t block = 2 * T * a * d * 2;
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const std::vector<OpId> sends = named(ring, "cp send kv", 0, 0, pass);
+    ASSERT_EQ(static_cast<int64_t>(sends.size()), cp - 1);
+    EXPECT_EQ(ring.op(sends.front()).comm_bytes.value(), pass == Pass::kForward ? block : 3 * block);
+  }
 }
 
 TEST(StackMechanisms, CpAllToAllExchangesAroundAttentionAndNeedsHeadsDivisible) {

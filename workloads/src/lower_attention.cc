@@ -78,7 +78,11 @@ OpId StageLowering::attention_backward(int32_t layer, OpId dep) {
 /// previous one, so the transfer hides behind the attention compute.
 /// Backward passes the KV blocks round again together with their dK, dV
 /// partial sums. Each step is a fused attention kernel on an
-/// s/cp x s/cp block doing 1/cp² of the causal work.
+/// s/cp x s/cp block doing 1/cp² of the causal work. PyTorch's ring (its
+/// alltoall rotation, torch/distributed/tensor/experimental/_attention.py)
+/// runs under SDPA: under torchtitan the blocks carry the KV heads repeated
+/// for every query head, and the backward's dK, dV partial sums travel in
+/// fp32 (convert_to_f32) beside the bf16 KV block.
 OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   if (p_.cp_comm == Plan::CpComm::kAllGather) return allgather_cp_attention(layer, pass, deps);
   if (p_.cp_comm == Plan::CpComm::kAllToAll) return a2a_cp_attention(layer, pass, deps);
@@ -87,8 +91,10 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<O
   const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
                        m_.attention_pairs(layer, p_.seq_len);
   const double step_flops = (backward ? 2.0 : 1.0) * total / static_cast<double>(cp_ * cp_);
-  const int64_t kv_block = 2 * T_ * kv_ * d_ * kAct;  // K and V of one shard
-  const int64_t block_bytes = backward ? 2 * kv_block : kv_block;
+  const bool pytorch = p_.framework == Framework::kTorchtitan;
+  const int64_t kv_block = 2 * T_ * (pytorch ? a_ : kv_) * d_ * kAct;  // K and V of one shard
+  // Backward: the KV block and its dK, dV partial sums (fp32 under PyTorch).
+  const int64_t block_bytes = backward ? (pytorch ? 3 : 2) * kv_block : kv_block;
   const int64_t q = T_ * a_ * d_ * kAct;
   OpId have = kNone;  // the KV block this step works on (the first: this device's own)
   OpId x = kNone;
