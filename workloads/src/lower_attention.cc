@@ -4,6 +4,14 @@
 #include "stage_lowering.h"
 
 namespace shardsim::detail {
+namespace {
+/// torchtitan runs attention through PyTorch's scaled_dot_product_attention
+/// (and context parallelism under it, torch/distributed/tensor/experimental/
+/// _attention.py) after repeating each KV head for its query heads.
+bool pytorch_sdpa(const Plan& p) {
+  return p.framework == Framework::kTorchtitan;
+}
+}  // namespace
 
 /// Causal attention over microbatch_size sequences of s tokens with a_
 /// local query heads and kv_ local KV heads: ring attention under context
@@ -14,7 +22,7 @@ namespace shardsim::detail {
 /// SDPA (repeat_kv: expand + reshape, a copy), and sums them back in
 /// backward: a memory-bound pass over the expanded keys and values.
 std::vector<OpId> StageLowering::repeat_kv(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
-  if (p_.framework != Framework::kTorchtitan || kv_ >= a_) return deps;
+  if (!pytorch_sdpa(p_) || kv_ >= a_) return deps;
   const int64_t small = 2 * T_ * kv_ * d_ * kAct, large = 2 * T_ * a_ * d_ * kAct;
   const bool back = pass == Pass::kBackward;
   return {memop(ComputeKind::kElementwise, "repeat kv", layer, pass, 2 * T_ * a_ * d_, back ? large : small,
@@ -91,7 +99,7 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<O
   const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
                        m_.attention_pairs(layer, p_.seq_len);
   const double step_flops = (backward ? 2.0 : 1.0) * total / static_cast<double>(cp_ * cp_);
-  const bool pytorch = p_.framework == Framework::kTorchtitan;
+  const bool pytorch = pytorch_sdpa(p_);
   const int64_t kv_block = 2 * T_ * (pytorch ? a_ : kv_) * d_ * kAct;  // K and V of one shard
   // Backward: the KV block and its dK, dV partial sums (fp32 under PyTorch).
   const int64_t block_bytes = backward ? (pytorch ? 3 : 2) * kv_block : kv_block;
@@ -190,7 +198,7 @@ Op StageLowering::cp_attention_step(int32_t layer, Pass pass, int64_t read, int6
 /// own keys' and values' gradients and casts them, and dq, to bf16.
 OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   const bool backward = pass == Pass::kBackward;
-  const bool pytorch = p_.framework == Framework::kTorchtitan;
+  const bool pytorch = pytorch_sdpa(p_);
   const int64_t kv_heads = pytorch ? a_ : kv_;  // torchtitan's SDPA sees repeated KV heads
   const int64_t kv_local = 2 * T_ * kv_heads * d_ * kAct;
   const int64_t q = T_ * a_ * d_ * kAct;
