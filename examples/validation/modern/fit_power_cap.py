@@ -39,26 +39,27 @@ def load(path):
 
 
 def capped():
-    """Scenario paths whose cluster carries compute_clock_scale (the power-capped hardware)."""
-    return sorted(p for p in SCENARIOS.glob("*.json") if "compute_clock_scale" in load(p)["cluster"])
+    """{file name: scenario} of the scenarios whose cluster carries compute_clock_scale (the power-capped
+    hardware), each read once."""
+    scenarios = {p.name: load(p) for p in sorted(SCENARIOS.glob("*.json"))}
+    return {name: s for name, s in scenarios.items() if "compute_clock_scale" in s["cluster"]}
 
 
-def fitted_rows():
-    return [p for p in capped() if load(p)["published"].get("fitted", False)]
+def fitted_rows(scenarios):
+    return {n: s for n, s in scenarios.items() if s["published"].get("fitted", False)}
 
 
-def development_cp_rows():
-    return [p for p in capped() if load(p)["published"]["split"] == "development"
-            and not load(p)["published"].get("fitted", False)]
+def development_cp_rows(scenarios):
+    return {n: s for n, s in scenarios.items()
+            if s["published"]["split"] == "development" and not s["published"].get("fitted", False)}
 
 
-def errors(shardsim, paths, scale):
+def errors(shardsim, scenarios, scale):
     """Throughput errors of `shardsim validate --json` on the scenarios with compute_clock_scale = scale."""
     with tempfile.TemporaryDirectory() as tmp:
-        for p in paths:
-            s = load(p)
-            s["cluster"]["compute_clock_scale"] = scale
-            (pathlib.Path(tmp) / p.name).write_text(json.dumps(s))
+        for name, s in scenarios.items():
+            s = dict(s, cluster=dict(s["cluster"], compute_clock_scale=scale))
+            (pathlib.Path(tmp) / name).write_text(json.dumps(s))
         out = subprocess.run([shardsim, "validate", tmp, "--json"], check=True, capture_output=True, text=True).stdout
     return [r for r in json.loads(out)["rows"] if not r["metric"].endswith("_GiB")]
 
@@ -68,12 +69,13 @@ def mean_abs(rs):
 
 
 def check(shardsim):
-    scales = {load(p)["cluster"]["compute_clock_scale"] for p in capped()}
+    scenarios = capped()
+    scales = {s["cluster"]["compute_clock_scale"] for s in scenarios.values()}
     if len(scales) != 1:
         print(f"power-capped scenarios carry different scales: {sorted(scales)}")
         return 1
     scale = scales.pop()
-    rows = fitted_rows()
+    rows = fitted_rows(scenarios)
     here = mean_abs(errors(shardsim, rows, scale))
     for other in (round(scale - 0.01, 2), round(scale + 0.01, 2)):
         err = mean_abs(errors(shardsim, rows, other))
@@ -90,8 +92,9 @@ def main():
     shardsim = args[0] if args else str(ROOT / "build" / "cli" / "shardsim")
     if "--check" in sys.argv[1:]:
         return check(shardsim)
-    rows = fitted_rows()
-    print("fitted rows: " + ", ".join(load(p)["published"]["row"] for p in rows))
+    scenarios = capped()
+    rows = fitted_rows(scenarios)
+    print("fitted rows: " + ", ".join(s["published"]["row"] for s in rows.values()))
     best = None
     for step in range(100, 49, -1):
         scale = step / 100
@@ -100,7 +103,7 @@ def main():
         if best is None or err < best[1] - 1e-12:
             best = (scale, err)
     print(f"best: {best[0]:.2f} (fitted rows {100 * best[1]:.2f}%)")
-    for r in errors(shardsim, development_cp_rows(), best[0]):
+    for r in errors(shardsim, development_cp_rows(scenarios), best[0]):
         print(f"  development, not fitted: {r['row']} {100 * r['error']:+.1f}%")
     return 0
 
