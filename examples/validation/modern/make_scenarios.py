@@ -265,7 +265,7 @@ TPU_SLICES = {
 # "lower TDP" parts of the same SKU (HARDWARE['grand_teton_2024']), taken as the same 500 W (assumed). A cap lowers
 # the SM clock, not the HBM clock; the tensor-core clock at 500 W is published nowhere, so these clusters carry
 # compute_clock_scale (docs/model.md, section 3, "Power-capped GPUs"): a named parameter of this hardware profile,
-# fitted by fit_power_cap.py on the rows power_cap_fitted() names (marked published.fitted) and reported as fitted.
+# fitted by fit_power_cap.py on POWER_CAP_FIT_ROWS (marked published.fitted) and reported as fitted.
 POWER_CAPPED = ("grand_teton", "grand_teton_2024")
 GRAND_TETON_500W_CLOCK_SCALE = 0.79  # fit_power_cap.py (its --check guards it)
 POWER_CAP_NOTE = ("500 W power limit: compute_clock_scale {:.2f} (matmul and attention at that fraction of the "
@@ -273,10 +273,14 @@ POWER_CAP_NOTE = ("500 W power limit: compute_clock_scale {:.2f} (matmul and att
                   "hardware without context parallelism, docs/validation.md)")
 
 
-def power_cap_fitted(hw, split, cp):
-    """The rows compute_clock_scale is fitted on: development rows of the 500 W hardware without context
-    parallelism (the CP rows' error grows with the CP degree, a cost of their own the scale must not absorb)."""
-    return hw in POWER_CAPPED and split == "development" and cp == 1
+# The rows compute_clock_scale is fitted on: the development rows of the 500 W hardware without context
+# parallelism when the fit was made (the CP rows' error grows with the CP degree, a cost of their own the scale
+# must not absorb). r0500, moved to development afterwards (split.py), is not one of them.
+POWER_CAP_FIT_ROWS = ("r0486", "r0487", "r0488", "r0489", "r0493", "r0494", "r0495")
+
+
+def power_cap_fitted(row_id):
+    return row_id in POWER_CAP_FIT_ROWS
 
 
 def gpu_cluster(hw, devices):
@@ -2125,7 +2129,7 @@ def build_torchtitan(row):
     else:
         cluster = gpu_cluster(f["hw"], n)
     out = scenario(row, desc, model, cluster, plan, metrics, f"{src}, {row['locator']}", assumptions_text(knobs, extra))
-    if power_cap_fitted(f["hw"], SPLIT[row["id"]], cp):
+    if power_cap_fitted(row["id"]):
         out["published"]["fitted"] = True
     return out
 

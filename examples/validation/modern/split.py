@@ -50,6 +50,11 @@ _LONGSEQ_LOOK = ("2026-11-28: the growth of the long-sequence H100 rows' error w
                  "from the launcher's source, but these rows guided the look, so they count as in-sample")
 MOVED_TO_DEVELOPMENT.update({r: _LONGSEQ_LOOK for r in ("r0005", "r0014", "r0015", "r0016", "r0017", "r0018",
                                                         "r0019", "r0020", "r0021")})
+_CP_LOOK = ("2026-11-28: these rows' errors, growing with the CP degree (seen in an evaluation's listing), were part "
+            "of what drew attention to how torchtitan runs context parallelism, together with the development rows "
+            "r0489-r0492; the change (evaluation 24) follows PyTorch's source, but these rows guided the look, so "
+            "they count as in-sample")
+MOVED_TO_DEVELOPMENT.update({r: _CP_LOOK for r in ("r0500", "r0501", "r0502", "r0503")})
 
 
 def family_key(row):
