@@ -116,6 +116,17 @@ TEST(StackMechanisms, CpAllGatherAsPyTorchRunsItPassesFp32KeyGradientsRoundTheRi
       EXPECT_EQ(deps.size(), i == 0 ? 1u : 2u);
     }
     EXPECT_EQ(named(p, "cp grad cast", L, 0, Pass::kBackward).size(), 1u);
+    // Beside each block's kernel lie the gathered keys and values but its
+    // own block, and the fp32 accumulators: dq, dk, dv and the received dk,
+    // dv backward; the merged output forward.
+    const int64_t block = 2 * T * a * d * 2;
+    for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+      const int64_t acc = pass == Pass::kBackward ? 4 * (3 * T * a * d + 2 * T * a * d) : 4 * T * a * d;
+      for (OpId i : named(p, "cp attention", L, 0, pass)) {
+        const Op& o = p.op(i);
+        EXPECT_EQ(o.mem_transient.value() - o.bytes_read.value() - o.bytes_written.value(), (cp - 1) * block + acc);
+      }
+    }
   }
   // Its ring (the alltoall rotation) carries the repeated heads too, and in
   // the backward the fp32 dk, dv partial sums beside the bf16 block.

@@ -414,6 +414,34 @@ TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncGathersAndReducesOncePerStep) 
   EXPECT_TRUE(std::all_of(ag.begin(), ag.end() - 1, [&](OpId i) { return anc.count(i) > 0 || p.op(i).layer < 0; }));
 }
 
+// 7a. Without per-microbatch sync the unsharded gradients accumulate in the
+// reduce dtype (PyTorch FSDP2 upcasts each bf16 .grad into an fp32
+// accumulator when reduce_dtype is fp32, pytorch/pytorch#125191): the
+// gradient memory grows by 4 bytes per parameter with fp32 reduction and 2
+// with bf16, and every microbatch adds each unit's bf16 gradients into it
+// (reads 2 + acc bytes, writes acc bytes per parameter).
+TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncAccumulatesInTheReduceDtype) {
+  const int64_t mbs = 4;
+  const int64_t params = count_params(testing::scenario(kFsdp, kTwoLayers).model).total();
+  for (const auto& [dtype, acc] : {std::pair{"fp32", int64_t{4}}, std::pair{"bf16", int64_t{2}}}) {
+    const std::vector<Override> sets = with(kTwoLayers, {{"plan.grad_reduce_dtype", dtype}});
+    const Scenario each = testing::scenario(kFsdp, sets);
+    const Scenario once = testing::scenario(kFsdp, with(sets, {{"plan.fsdp_sync_each_microbatch", "false"}}));
+    auto grads = [](const Scenario& s) { return testing::component(training_memory(s), "gradients"); };
+    EXPECT_EQ(grads(once) - grads(each), params * acc) << dtype;
+    const Program p = stage0(once);
+    const std::vector<OpId> adds = named(p, "fsdp grad accumulate");
+    int64_t read = 0, written = 0;
+    for (OpId i : adds) {
+      read += p.op(i).bytes_read.value();
+      written += p.op(i).bytes_written.value();
+    }
+    EXPECT_EQ(read, mbs * params * (2 + acc)) << dtype;
+    EXPECT_EQ(written, mbs * params * acc) << dtype;
+    EXPECT_TRUE(named(stage0(each), "fsdp grad accumulate").empty()) << dtype;
+  }
+}
+
 // 7b. fsdp_copy_out (PyTorch FSDP2): after every all-gather one pass on
 // the compute stream reads the gathered buffer and writes the parameters
 // (the all-gather's bytes, each way); before every reduce-scatter one pass

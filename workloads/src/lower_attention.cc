@@ -207,9 +207,16 @@ OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::
   OpId x = kNone;
   OpId dkv = kNone;  // PyTorch: the dk, dv accumulators received from the previous rank
   const int64_t grads = T_ * (a_ + 2 * kv_heads) * d_;  // dq, dk, dv values of one block
+  // Live beside every block's kernel: the gathered keys and values but the
+  // block it reads (counted as its input), and PyTorch's fp32 accumulators:
+  // the output forward (_SDPAMerger); dq, dk, dv and the dk, dv received
+  // from the previous rank backward.
+  int64_t held = kv_local * (cp_ - 1);
+  if (pytorch) held += backward ? 4 * (grads + 2 * T_ * kv_heads * d_) : 4 * T_ * a_ * d_;
   for (int64_t i = 0; i < cp_; ++i) {
-    const Op step =
+    Op step =
         cp_attention_step(layer, pass, backward ? 3 * q + 2 * kv_local : q + kv_local, backward ? q + 2 * kv_local : q);
+    step.mem_transient = step.mem_transient + Bytes(held);
     x = b_.add(step, i == 0 ? std::vector<OpId>{kv} : std::vector<OpId>{x});
     if (!backward) {
       // Merge the block's output and log-sum-exp into the fp32 accumulator.

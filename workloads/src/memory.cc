@@ -160,11 +160,15 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
       fp8_cache
           ? static_cast<int64_t>(std::llround(2 * copy_bytes * static_cast<double>(st.low_precision_layer_params)))
           : 0);
-  // FSDP without per-microbatch sync accumulates unsharded gradients in the
-  // parameters' dtype (bf16) until the last microbatch reduce-scatters them.
+  // FSDP without per-microbatch sync accumulates unsharded gradients until
+  // the last microbatch reduce-scatters them, in the reduce dtype: PyTorch
+  // FSDP2 moves each bf16 .grad into an fp32 accumulator when reduce_dtype
+  // is fp32 (pytorch/pytorch#125191, FSDPParam.to_accumulated_grad_if_needed
+  // and accumulate_unsharded_grad_if_needed, since 2024-05).
   const bool unsharded_grads = fsdp && !p.fsdp_sync_each_microbatch && p.microbatches() > 1;
   const int64_t grad_bytes = dtype_bytes(master_shards ? p.master_weights_dtype : p.grad_reduce_dtype);
-  add("gradients", state(grad_bytes, p.zero >= 2) + (unsharded_grads ? state(2, false) : 0));
+  add("gradients",
+      state(grad_bytes, p.zero >= 2) + (unsharded_grads ? state(detail::accumulated_grad_bytes(p), false) : 0));
   add("optimizer_state", state(detail::master_copy_bytes(p) + 2 * dtype_bytes(p.optimizer_state_dtype), p.zero >= 1));
   const int64_t T = p.microbatch_size * p.seq_len / p.cp;
   int64_t buffers = 0;

@@ -246,15 +246,25 @@ void StageLowering::reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_
   if (replicas == 1 || params == 0) return;
   const int64_t grad_bytes = params * dtype_bytes(p_.grad_reduce_dtype);
   if (fsdp_) {
-    if (!p_.fsdp_sync_each_microbatch && !last_microbatch) return;  // accumulated unsharded
-    // FSDP2's chunk_cat packs the unit's bf16 gradients into the
-    // reduce-scatter input, cast to grad_reduce_dtype (fsdp_copy_out). It
-    // runs on FSDP2's reduce-scatter stream, beside the next unit's
-    // backward; the engine runs one kernel at a time per device, so it is
-    // charged on the compute stream.
+    // Without per-microbatch sync, each microbatch's bf16 gradients are
+    // added into the unit's unsharded accumulator (FSDP2's post-backward:
+    // an upcast for the first microbatch, an add for each later one; both
+    // charged as the add, which reads the accumulator too).
+    const bool accumulated = !p_.fsdp_sync_each_microbatch && p_.microbatches() > 1;
+    const int64_t acc = accumulated_grad_bytes(p_);
+    if (accumulated) {
+      wgrad = memop(ComputeKind::kElementwise, "fsdp grad accumulate", unit_layer(u), Pass::kBackward, params,
+                    params * (kAct + acc), params * acc, 1, {wgrad});
+    }
+    if (accumulated && !last_microbatch) return;
+    // FSDP2's chunk_cat packs the unit's gradients (bf16, or the
+    // accumulator) into the reduce-scatter input, cast to grad_reduce_dtype
+    // (fsdp_copy_out). It runs on FSDP2's reduce-scatter stream, beside the
+    // next unit's backward; the engine runs one kernel at a time per device,
+    // so it is charged on the compute stream.
     if (p_.fsdp_copy_out) {
       wgrad = memop(ComputeKind::kElementwise, "fsdp grad copy-in", unit_layer(u), Pass::kBackward, params,
-                    params * kAct, grad_bytes, 0, {wgrad});
+                    params * (accumulated ? acc : kAct), grad_bytes, 0, {wgrad});
       b_.op(wgrad).mem_transient = Bytes(grad_bytes);
     }
     // One reduce-scatter per unit; with fsdp_bucket_params set, in

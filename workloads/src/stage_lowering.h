@@ -73,6 +73,16 @@ inline int64_t master_copy_bytes(const Plan& p) {
   return dtype_bytes(p.master_weights_dtype);
 }
 
+/// Bytes per parameter of the unsharded gradients FSDP accumulates across
+/// microbatches without syncing (Plan::fsdp_sync_each_microbatch false):
+/// PyTorch FSDP2 keeps them in the reduce dtype where it differs from the
+/// bf16 gradients autograd makes (pytorch/pytorch#125191:
+/// FSDPParam.to_accumulated_grad_if_needed upcasts the first microbatch's
+/// .grad, accumulate_unsharded_grad_if_needed adds each later one).
+inline int64_t accumulated_grad_bytes(const Plan& p) {
+  return std::max<int64_t>(kAct, dtype_bytes(p.grad_reduce_dtype));
+}
+
 /// A layer's per-device shapes under a plan: tokens of this device's
 /// sequence shard (T) and their sequence-parallel share (Ts), local heads,
 /// KV heads (a whole head per rank when tp exceeds them) and MLP width.
