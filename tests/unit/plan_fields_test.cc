@@ -119,6 +119,7 @@ Plan off_default_plan(bool hybrid) {
   if (hybrid) p.master_copy = Plan::MasterCopy::kNone;
   p.fsdp_copy_out = true;
   p.fsdp_keep_root = true;
+  p.pp_keep_outputs = true;
   p.fp8_weight_cache = true;
   p.low_precision_saved_inputs = true;
   p.fp8_casts_fused = true;

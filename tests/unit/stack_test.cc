@@ -442,6 +442,23 @@ TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncAccumulatesInTheReduceDtype) {
   }
 }
 
+// 7a'. pp_keep_outputs (PyTorch's pipelining, torchtitan's default): each
+// chunk keeps the output it sends on from its forward to its backward, one
+// layer input per microbatch in flight more than when it is freed once sent
+// (Megatron). The first stage of 1F1B holds pp microbatches at its peak.
+TEST(StackMechanisms, PpKeepOutputsHoldsEachSentOutputUntilItsBackward) {
+  const std::vector<Override> pp2 =
+      with(kTwoLayers, {{"plan.dp", "32"}, {"plan.pp", "2"}, {"plan.framework", "torchtitan"}});
+  const int64_t bytes = 2048 * 4096 * 2;  // one sequence of 2048 tokens, hidden 4096, bf16
+  const Program kept = stage0(testing::scenario(kFsdp, pp2));
+  const Program freed = stage0(testing::scenario(kFsdp, with(pp2, {{"plan.pp_keep_outputs", "false"}})));
+  ASSERT_FALSE(named(kept, "pp send activation").empty());
+  EXPECT_EQ(walk_program_memory(kept).max_activations - walk_program_memory(freed).max_activations, 2 * bytes);
+  EXPECT_EQ(kept.memory_events().size(), freed.memory_events().size() + 2 * named(kept, "pp send activation").size());
+  EXPECT_TRUE(testing::scenario(kFsdp, pp2).plan.pp_keep_outputs);
+  EXPECT_FALSE(testing::scenario(kFsdp, with(pp2, {{"plan.framework", "megatron-core"}})).plan.pp_keep_outputs);
+}
+
 // 7b. fsdp_copy_out (PyTorch FSDP2): after every all-gather one pass on
 // the compute stream reads the gathered buffer and writes the parameters
 // (the all-gather's bytes, each way); before every reduce-scatter one pass

@@ -258,6 +258,7 @@ Plan framework_defaults(Framework f) {
       p.fsdp_params_are_master = true;  // FSDP2 MixedPrecisionPolicy(param_dtype=bf16) over fp32 shards
       p.fsdp_copy_out = true;           // FSDP2's all-gather copy-out and reduce-scatter copy-in
       p.fsdp_keep_root = true;          // the root and the last block stay gathered for the backward
+      p.pp_keep_outputs = true;         // torch.distributed.pipelining keeps each sent output
       break;
     case Framework::kMaxtext:
       // Separate query, key, value and wi_0, wi_1 projections (MaxText

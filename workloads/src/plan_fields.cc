@@ -249,6 +249,7 @@ std::vector<PlanField> make_fields() {
   f.push_back(boolean("fsdp_params_are_master", train, &P::fsdp_params_are_master));
   f.push_back(boolean("fsdp_copy_out", train, &P::fsdp_copy_out));
   f.push_back(boolean("fsdp_keep_root", train, &P::fsdp_keep_root));
+  f.push_back(boolean("pp_keep_outputs", train, &P::pp_keep_outputs));
   f.push_back(boolean("fp8_weight_cache", train, &P::fp8_weight_cache));
   f.push_back(boolean("low_precision_saved_inputs", train, &P::low_precision_saved_inputs));
   f.push_back(boolean("fp8_casts_fused", train, &P::fp8_casts_fused));

@@ -55,7 +55,10 @@ void StageLowering::forward(int32_t local) {
     issue(p_.fsdp_prefetch ? i + 2 : i + 1, cur);
   }
   fwd_end_[static_cast<size_t>(local)][static_cast<size_t>(mb_)] = cur;
-  if (!last_chunk(local)) send(Pass::kForward, cur);
+  if (!last_chunk(local)) {
+    if (keeps_stage_outputs()) b_.memory(cur, MemKind::kActivation, Bytes(stage_output_bytes()), Bytes(0));
+    send(Pass::kForward, cur);
+  }
 }
 
 OpId StageLowering::embedding_forward(OpId weights) {
@@ -164,6 +167,9 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
     issue(p_.fsdp_prefetch ? k + 2 : k + 1, cur);
   }
   flush_bucket();
+  if (!last_chunk(local) && keeps_stage_outputs()) {
+    b_.memory(cur, MemKind::kActivation, Bytes(0), Bytes(stage_output_bytes()));
+  }
   if (!first_chunk(local)) send(Pass::kBackward, cur);
 }
 

@@ -286,6 +286,10 @@ class StageLowering {
     return rowwise_rescale(b_.add(o, deps), o, layer, pass, batch * m * n);
   }
 
+  /// Plan::pp_keep_outputs: each chunk's sent output lives until its backward.
+  bool keeps_stage_outputs() const { return p_.pp_keep_outputs && p_.pp > 1; }
+  int64_t stage_output_bytes() const { return Ts_ * h_ * kAct; }
+
   OpId memop(ComputeKind kind, std::string_view name, int32_t layer, Pass pass, int64_t elems, int64_t read_b,
              int64_t write_b, double flops_per_elem, const std::vector<OpId>& deps) {
     Op o = base(name, layer, pass, kC);

@@ -195,6 +195,12 @@ struct Plan {
   /// backward; torchtitan wraps each block with reshard_after_forward =
   /// layer_id < n_layers - 1 (parallelize_llama.py).
   bool fsdp_keep_root = false;
+  /// Each pipeline chunk keeps the output it sends on from its forward to
+  /// its backward, as PyTorch's pipelining does (stage.py: forward_one_chunk
+  /// puts it in fwd_cache, backward_one_chunk pops it); false: freed once
+  /// sent, as Megatron's deallocate_output_tensor does (only the layers'
+  /// inputs are kept).
+  bool pp_keep_outputs = false;
   /// Transformer Engine keeps each linear layer's fp8 weight and its
   /// transpose across steps when bf16 weights run fp8 GEMMs (Megatron-Core
   /// passes is_first_microbatch): 2 bytes per linear parameter.
