@@ -370,6 +370,23 @@ constexpr const char* kFsdp = R"({"model": "llama3-8b", "cluster": "dgx-h100-64"
     "plan": {"dp": 64, "zero": 3, "global_batch": 256, "seq_len": 2048}})";
 const std::vector<Override> kTwoLayers{{"model.layers", "2"}};
 
+// 6b. tp_comm_overlap on a TPU (XLA's collective matmul): the all-gather
+// rings under the matmul chunks as on GPUs, and the collectives hold none of
+// the chip's compute units (comm_compute_units 0), so no compute is slowed
+// beside them, while on an H100 the same plan's compute is.
+TEST(StackMechanisms, TpOverlapOnATpuHoldsNoComputeUnits) {
+  const char* tpu = R"({"model": "llama3-8b", "cluster": "tpu-v5e-256",
+      "plan": {"dp": 64, "tp": 4, "zero": 3, "sequence_parallel": true, "global_batch": 64, "seq_len": 4096,
+               "tp_comm_overlap": true}})";
+  const std::vector<Override> two{{"model.layers", "2"}};
+  const Scenario s = testing::scenario(tpu, two);
+  const Program p = stage0(s);
+  EXPECT_FALSE(named(p, "tp ring send").empty());
+  EXPECT_EQ(run_training_step(s, {}).report.compute_beside_comm_s, 0.0);
+  const Scenario gpu = testing::scenario(kTp8, with(two, {{"plan.tp_comm_overlap", "true"}}));
+  EXPECT_GT(run_training_step(gpu, {}).report.compute_beside_comm_s, 0.0);
+}
+
 // 7. FSDP with and without gradient sync every microbatch.
 TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncGathersAndReducesOncePerStep) {
   const char* json = kFsdp;
