@@ -69,7 +69,11 @@ std::string accuracy_record_json(const ValidationReport& r, const AccuracyTolera
   j["performance"] = OrderedJson::object();
   for (const auto& [key, st] : r.performance) j["performance"][key] = stats_json(st);
   j["memory"] = stats_json(r.memory);
+  j["memory_groups"] = OrderedJson::object();
+  for (const auto& [key, st] : r.memory_groups) j["memory_groups"][key] = stats_json(st);
   j["out_of_memory"] = r.out_of_memory;
+  j["out_of_memory_by_split"] = OrderedJson::object();
+  for (const auto& [split, n] : r.out_of_memory_by_split) j["out_of_memory_by_split"][split] = n;
   return j.dump(1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 
@@ -134,24 +138,43 @@ AccuracyCheck check_accuracy(const ValidationReport& r, const std::string& text,
       out.regressions.push_back(name + ": max |error| " + percent(max) + " -> " + percent(st.max));
     }
   };
-  const auto& perf = field(rec, "performance", file, "", "an object of groups");
-  if (!perf.is_object()) throw InputError(file, "/performance", "expected an object of groups");
-  for (auto it = perf.begin(); it != perf.end(); ++it) {
-    const auto found = r.performance.find(it.key());
-    if (found == r.performance.end()) {
-      out.regressions.push_back("time and throughput, " + it.key() + ": recorded, but no longer validated");
-      continue;
+  // Each group of the record against the same group now: "what" names
+  // them in messages, "key" is the record's field.
+  auto groups = [&](const char* key, const char* what, const std::map<std::string, ValidationStats>& now_groups) {
+    const auto& rec_groups = field(rec, key, file, "", "an object of groups");
+    const std::string ptr = std::string("/") + key;
+    if (!rec_groups.is_object()) throw InputError(file, ptr, "expected an object of groups");
+    for (auto it = rec_groups.begin(); it != rec_groups.end(); ++it) {
+      const auto found = now_groups.find(it.key());
+      if (found == now_groups.end()) {
+        out.regressions.push_back(std::string(what) + ", " + it.key() + ": recorded, but no longer validated");
+        continue;
+      }
+      compare(std::string(what) + ", " + it.key(), it.value(), found->second, ptr + "/" + it.key());
     }
-    compare("time and throughput, " + it.key(), it.value(), found->second, "/performance/" + it.key());
-  }
-  for (const auto& [key, st] : r.performance) {
-    if (!perf.contains(key)) out.regressions.push_back("time and throughput, " + key + ": not in the record");
-  }
+    for (const auto& [name, st] : now_groups) {
+      if (!rec_groups.contains(name))
+        out.regressions.push_back(std::string(what) + ", " + name + ": not in the record");
+    }
+  };
+  groups("performance", "time and throughput", r.performance);
   compare("memory", field(rec, "memory", file, "", "the memory statistics"), r.memory, "/memory");
+  groups("memory_groups", "memory", r.memory_groups);
   const double oom = number(rec, "out_of_memory", file, "");
   if (r.out_of_memory > static_cast<int>(oom)) {
     out.regressions.push_back("published runs judged out of memory: " + std::to_string(static_cast<int>(oom)) + " -> " +
                               std::to_string(r.out_of_memory));
+  }
+  const auto& oom_split = field(rec, "out_of_memory_by_split", file, "", "an object of counts by split");
+  if (!oom_split.is_object())
+    throw InputError(file, "/out_of_memory_by_split", "expected an object of counts by split");
+  for (const auto& [split, n] : r.out_of_memory_by_split) {
+    const double was =
+        oom_split.contains(split) ? number(oom_split, split.c_str(), file, "/out_of_memory_by_split") : 0;
+    if (n > static_cast<int>(was)) {
+      out.regressions.push_back("published runs judged out of memory, " + split + ": " +
+                                std::to_string(static_cast<int>(was)) + " -> " + std::to_string(n));
+    }
   }
   return out;
 }

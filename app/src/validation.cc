@@ -57,14 +57,21 @@ void summarise(ValidationReport& rep) {
   // A scenario whose row measured a time or a peak memory ran: it must fit.
   // (Analytic figures such as Korthikanti et al.'s activation memory without
   // recomputation describe runs that did not.)
-  std::map<std::string, bool> ran_and_overflows;
+  std::map<std::string, std::pair<std::string, bool>> ran_and_overflows;  // scenario: split, overflows
   for (const ValidationRow& r : rep.rows) {
-    if (r.performance || r.metric == "peak_memory_GiB") ran_and_overflows[r.scenario] = !r.fits;
+    if (r.performance || r.metric == "peak_memory_GiB") ran_and_overflows[r.scenario] = {r.split, !r.fits};
   }
-  for (const auto& [scenario, overflows] : ran_and_overflows) rep.out_of_memory += overflows;
+  for (const auto& [scenario, run] : ran_and_overflows) {
+    rep.out_of_memory += run.second;
+    rep.out_of_memory_by_split[run.first] += run.second;
+  }
   for (const ValidationRow& r : rep.rows) {
     if (!r.performance) {
       rep.memory.add(r.error);
+      rep.memory_groups[r.split].add(r.error);
+      if (!r.framework.empty()) rep.memory_groups[r.split + " / framework " + r.framework].add(r.error);
+      if (!r.chip.empty()) rep.memory_groups[r.split + " / chip " + r.chip].add(r.error);
+      if (!r.source.empty()) rep.memory_groups[r.split + " / source " + r.source].add(r.error);
       continue;
     }
     // Serving rows are summarised apart from training steps.
@@ -283,8 +290,18 @@ std::string validation_table(const ValidationReport& rep) {
   }
   out += "memory:\n";
   stat("all", rep.memory);
-  std::snprintf(line, sizeof line, "published runs judged out of memory: %d\n", rep.out_of_memory);
+  for (const char* group : {"", " / framework ", " / chip ", " / source "}) {
+    for (const auto& [key, st] : rep.memory_groups) {
+      if (*group == '\0' ? key.find(" / ") == std::string::npos : key.find(group) != std::string::npos) stat(key, st);
+    }
+  }
+  std::snprintf(line, sizeof line, "published runs judged out of memory: %d", rep.out_of_memory);
   out += line;
+  std::string by_split;
+  for (const auto& [split, n] : rep.out_of_memory_by_split) {
+    if (n > 0) by_split += (by_split.empty() ? "" : ", ") + std::to_string(n) + " " + split;
+  }
+  out += by_split.empty() ? "\n" : " (" + by_split + ")\n";
   if (!rep.skipped.empty()) {
     std::map<std::string, int> by_split;
     for (const auto& s : rep.skipped) ++by_split[s.split];
@@ -320,7 +337,11 @@ std::string validation_json(const ValidationReport& rep) {
   j["performance"] = nlohmann::ordered_json::object();
   for (const auto& [key, st] : rep.performance) j["performance"][key] = stats(st);
   j["memory"] = stats(rep.memory);
+  j["memory_groups"] = nlohmann::ordered_json::object();
+  for (const auto& [key, st] : rep.memory_groups) j["memory_groups"][key] = stats(st);
   j["out_of_memory"] = rep.out_of_memory;
+  j["out_of_memory_by_split"] = nlohmann::ordered_json::object();
+  for (const auto& [split, n] : rep.out_of_memory_by_split) j["out_of_memory_by_split"][split] = n;
   j["skipped"] = nlohmann::ordered_json::array();
   for (const auto& s : rep.skipped) {
     j["skipped"].push_back(

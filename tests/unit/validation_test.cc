@@ -4,6 +4,8 @@
 // validate`, not asserted here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "shardsim/app/accuracy.h"
 #include "shardsim/app/validation.h"
 #include "shardsim/core/error.h"
@@ -36,11 +38,10 @@ TEST(Validation, KorthikantiMemoryWithinTenPercent) {
 // ("split / precision ..."); serving rows carry none.
 TEST(Validation, RowsNameTheirPrecision) {
   const std::string dir = SHARDSIM_SOURCE_DIR "/examples/validation/modern/scenarios/";
-  const std::pair<const char*, const char*> cases[] = {
-      {"r0540-qwen3-8b-blackwellx4-nvfp4.json", "fp4 nvfp4"},
-      {"r0541-qwen3-8b-blackwellx4-mxfp8.json", "fp8 mxfp8"},
-      {"r0542-qwen3-8b-blackwellx4-bf16.json", "bf16"},
-      {"r0465-llama31-405b-gb200x128-fp8.json", "fp8 delayed"}};
+  const std::pair<const char*, const char*> cases[] = {{"r0540-qwen3-8b-blackwellx4-nvfp4.json", "fp4 nvfp4"},
+                                                       {"r0541-qwen3-8b-blackwellx4-mxfp8.json", "fp8 mxfp8"},
+                                                       {"r0542-qwen3-8b-blackwellx4-bf16.json", "bf16"},
+                                                       {"r0465-llama31-405b-gb200x128-fp8.json", "fp8 delayed"}};
   for (const auto& [file, precision] : cases) {
     const Scenario s = load_scenario(dir + file);
     for (const ValidationRow& row : validate_scenario(s, StepReport{})) EXPECT_EQ(row.precision, precision) << file;
@@ -101,6 +102,38 @@ TEST(AccuracyRecord, MoreRunsOutOfMemoryFail) {
   r.rows[0].fits = false;
   const AccuracyCheck c = check_accuracy(r, rec, "r");
   EXPECT_EQ(c.regressions.size(), 2u);  // the row no longer fits; one more run out of memory
+}
+
+// Memory is held by group and split like time: a held-out memory group that
+// gets worse fails though the overall figure hides it, and one more run out
+// of memory on either side of the split fails.
+TEST(AccuracyRecord, WorseMemoryGroupsAndMoreRunsOutOfMemoryBySplitFail) {
+  auto with_memory = [](double dev, double held, int oom_held) {
+    ValidationReport r = report({{"a.json", 0.05}});
+    r.memory.add(dev);
+    r.memory.add(held);
+    r.memory_groups["development"].add(dev);
+    r.memory_groups["held_out"].add(held);
+    r.out_of_memory_by_split["held_out"] = oom_held;
+    r.out_of_memory = oom_held;
+    return r;
+  };
+  const std::string rec = accuracy_record_json(with_memory(0.10, 0.20, 0));
+  EXPECT_TRUE(check_accuracy(with_memory(0.10, 0.20, 0), rec, "r").passed());
+  // The overall mean is unchanged (0.15), the held-out group's is worse.
+  const AccuracyCheck worse = check_accuracy(with_memory(0.05, 0.25, 0), rec, "r");
+  EXPECT_FALSE(worse.passed());
+  EXPECT_TRUE(std::any_of(worse.regressions.begin(), worse.regressions.end(), [](const std::string& m) {
+    return m.find("memory, held_out: mean |error| 20.00% -> 25.00%") != std::string::npos;
+  }));
+  EXPECT_TRUE(std::none_of(worse.regressions.begin(), worse.regressions.end(), [](const std::string& m) {
+    return m.find("memory: mean") != std::string::npos || m.find("development") != std::string::npos;
+  }));
+  const AccuracyCheck oom = check_accuracy(with_memory(0.10, 0.20, 1), rec, "r");
+  EXPECT_EQ(oom.regressions.size(), 2u);  // one more in all, one more held out
+  const std::string text = validation_table(with_memory(0.10, 0.20, 1));
+  EXPECT_NE(text.find("published runs judged out of memory: 1 (1 held_out)"), std::string::npos) << text;
+  EXPECT_NE(text.find("  held_out "), std::string::npos) << text;
 }
 
 TEST(AccuracyRecord, MalformedRecordsNameTheFileAndPath) {

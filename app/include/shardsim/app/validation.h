@@ -79,9 +79,14 @@ struct ValidationReport {
   /// ... and "serving <split> / metric M".
   std::map<std::string, ValidationStats> performance;
   ValidationStats memory;
+  /// Memory statistics by group, as performance's: "<split>", "<split> /
+  /// framework X", "<split> / chip X", "<split> / source X".
+  std::map<std::string, ValidationStats> memory_groups;
   /// Scenarios of published runs (a time, a throughput or a measured peak
   /// memory: they ran) that shardsim judges out of memory.
   int out_of_memory = 0;
+  /// The same, by split.
+  std::map<std::string, int> out_of_memory_by_split;
 };
 
 /// Loads every scenario with a "published" object under `dir` (recursively,
