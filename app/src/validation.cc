@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <utility>
 
 #include "shardsim/app/serve.h"
@@ -67,23 +68,33 @@ void summarise(ValidationReport& rep) {
   }
   for (const ValidationRow& r : rep.rows) {
     if (!r.performance) {
-      rep.memory.add(r.error);
-      rep.memory_groups[r.split].add(r.error);
-      if (!r.framework.empty()) rep.memory_groups[r.split + " / framework " + r.framework].add(r.error);
-      if (!r.chip.empty()) rep.memory_groups[r.split + " / chip " + r.chip].add(r.error);
-      if (!r.source.empty()) rep.memory_groups[r.split + " / source " + r.source].add(r.error);
+      auto add = [&](ValidationStats& st) { st.add(r.error, r.error); };
+      add(rep.memory);
+      add(rep.memory_groups[r.split]);
+      if (!r.framework.empty()) add(rep.memory_groups[r.split + " / framework " + r.framework]);
+      if (!r.chip.empty()) add(rep.memory_groups[r.split + " / chip " + r.chip]);
+      if (!r.source.empty()) add(rep.memory_groups[r.split + " / source " + r.source]);
       continue;
     }
+    // Predicted speed over measured speed, less 1: a time metric (seconds,
+    // "_s") is the inverse of a speed, a rate ("_per_s", "_per_gpu", ...)
+    // is one.
+    auto ends_with = [&](std::string_view tail) {
+      return r.metric.size() >= tail.size() && r.metric.compare(r.metric.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    const bool time = ends_with("_s") && !ends_with("_per_s");
+    const double speed_bias = time ? (r.predicted > 0 ? r.published / r.predicted - 1 : 0) : r.error;
+    auto add = [&](const std::string& key) { rep.performance[key].add(r.error, speed_bias); };
     // Serving rows are summarised apart from training steps.
     const std::string split = r.serving ? "serving " + r.split : r.split;
-    rep.performance[r.serving ? "serving" : "all"].add(r.error);
-    rep.performance[split].add(r.error);
-    if (r.fitted) rep.performance["fitted"].add(r.error);
-    if (!r.framework.empty()) rep.performance[split + " / framework " + r.framework].add(r.error);
-    if (!r.chip.empty()) rep.performance[split + " / chip " + r.chip].add(r.error);
-    if (!r.source.empty()) rep.performance[split + " / source " + r.source].add(r.error);
-    if (!r.precision.empty()) rep.performance[split + " / precision " + r.precision].add(r.error);
-    if (r.serving) rep.performance[split + " / metric " + r.metric].add(r.error);
+    add(r.serving ? "serving" : "all");
+    add(split);
+    if (r.fitted) add("fitted");
+    if (!r.framework.empty()) add(split + " / framework " + r.framework);
+    if (!r.chip.empty()) add(split + " / chip " + r.chip);
+    if (!r.source.empty()) add(split + " / source " + r.source);
+    if (!r.precision.empty()) add(split + " / precision " + r.precision);
+    if (r.serving) add(split + " / metric " + r.metric);
   }
 }
 
@@ -105,10 +116,12 @@ ValidationRow published_row(const Scenario& s, const std::string& metric, double
 
 }  // namespace
 
-void ValidationStats::add(double e) {
+void ValidationStats::add(double error, double bias) {
   ++n;
-  sum += std::fabs(e);
-  max = std::max(max, std::fabs(e));
+  sum += std::fabs(error);
+  max = std::max(max, std::fabs(error));
+  bias_sum += bias;
+  high += bias > 0;
 }
 
 std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport& r) {
@@ -267,9 +280,14 @@ std::string validation_table(const ValidationReport& rep) {
                   r.fits ? "" : "  (out of memory)");
     out += line;
   }
+  // Each group's |error|, then its direction: predicted speed over measured
+  // (time and throughput) or predicted memory over published, and the share
+  // of rows above.
+  bool speed = true;
   auto stat = [&](const std::string& label, const ValidationStats& st) {
-    std::snprintf(line, sizeof line, "  %-52s %4d rows, mean |error| %5.1f%%, max %5.1f%%\n", label.c_str(), st.n,
-                  100 * st.mean(), 100 * st.max);
+    std::snprintf(line, sizeof line, "  %-52s %4d rows, mean |error| %5.1f%%, max %5.1f%%, %s %+5.1f%% (%d%% %s)\n",
+                  label.c_str(), st.n, 100 * st.mean(), 100 * st.max, speed ? "speed" : "memory", 100 * st.bias(),
+                  st.n ? static_cast<int>(std::lround(100.0 * st.high / st.n)) : 0, speed ? "fast" : "over");
     out += line;
   };
   out += "\ntime and throughput:\n";
@@ -289,6 +307,7 @@ std::string validation_table(const ValidationReport& rep) {
     if (key.find(" / precision ") != std::string::npos) stat(key, st);
   }
   out += "memory:\n";
+  speed = false;
   stat("all", rep.memory);
   for (const char* group : {"", " / framework ", " / chip ", " / source "}) {
     for (const auto& [key, st] : rep.memory_groups) {
@@ -332,7 +351,11 @@ std::string validation_json(const ValidationReport& rep) {
                          {"fits", r.fits}});
   }
   auto stats = [](const ValidationStats& st) {
-    return nlohmann::ordered_json{{"rows", st.n}, {"mean_abs_error", st.mean()}, {"max_abs_error", st.max}};
+    return nlohmann::ordered_json{{"rows", st.n},
+                                  {"mean_abs_error", st.mean()},
+                                  {"max_abs_error", st.max},
+                                  {"mean_bias", st.bias()},
+                                  {"rows_high", st.high}};
   };
   j["performance"] = nlohmann::ordered_json::object();
   for (const auto& [key, st] : rep.performance) j["performance"][key] = stats(st);

@@ -62,8 +62,8 @@ ValidationReport report(std::vector<std::pair<std::string, double>> errors) {
     row.error = e;
     row.performance = true;
     r.rows.push_back(row);
-    r.performance["all"].add(e);
-    r.performance["held_out / framework megatron-core"].add(e);
+    r.performance["all"].add(e, e);
+    r.performance["held_out / framework megatron-core"].add(e, e);
   }
   return r;
 }
@@ -110,10 +110,10 @@ TEST(AccuracyRecord, MoreRunsOutOfMemoryFail) {
 TEST(AccuracyRecord, WorseMemoryGroupsAndMoreRunsOutOfMemoryBySplitFail) {
   auto with_memory = [](double dev, double held, int oom_held) {
     ValidationReport r = report({{"a.json", 0.05}});
-    r.memory.add(dev);
-    r.memory.add(held);
-    r.memory_groups["development"].add(dev);
-    r.memory_groups["held_out"].add(held);
+    r.memory.add(dev, dev);
+    r.memory.add(held, held);
+    r.memory_groups["development"].add(dev, dev);
+    r.memory_groups["held_out"].add(held, held);
     r.out_of_memory_by_split["held_out"] = oom_held;
     r.out_of_memory = oom_held;
     return r;

@@ -62,11 +62,19 @@ struct SkippedRow {
   std::string row, split, framework, chip, reason;
 };
 
+/// A group's |error| and its direction. `bias` is signed: for time and
+/// throughput rows predicted speed over measured speed, less 1 (published /
+/// predicted - 1 for a time, predicted / published - 1 for a rate), so
+/// positive means predicted too fast; for memory rows the error itself,
+/// positive meaning predicted too much. `high` counts the rows above 0.
 struct ValidationStats {
   int n = 0;
   double sum = 0, max = 0;
-  void add(double e);
+  double bias_sum = 0;
+  int high = 0;
+  void add(double error, double bias);
   double mean() const { return n ? sum / n : 0; }
+  double bias() const { return n ? bias_sum / n : 0; }
 };
 
 struct ValidationReport {
