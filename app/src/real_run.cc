@@ -80,6 +80,12 @@ RealRun run_real_step(const std::string& file, const std::vector<Override>& over
                      "real runs need pipeline transfers on their own streams (two blocking sends would wait on each "
                      "other); set it false");
   }
+  if (s.model.is_mla()) {
+    // The real kernels run attention with one head width for q, k and v.
+    throw InputError(s.file, "/model/mla",
+                     "real runs do not execute multi-head latent attention (its query-key and value heads differ "
+                     "in width); simulate it, or run the model without mla");
+  }
   out.programs = lower_training_step(s);
   check_size(s, out.programs, cuda ? realexec::kMaxRankBytesCuda : realexec::kMaxRankBytes);
   if (opt.rank_exe.empty()) {

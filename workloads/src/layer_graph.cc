@@ -20,9 +20,17 @@ LayerGraph::LayerGraph(const LayerConfig& c) : c_(c) {
   const Node ln1_out = sp ? Node::kAg1 : Node::kLn1;
   link(Node::kLn1, {Node::kIn});
   if (sp) link(Node::kAg1, {Node::kLn1});
-  link(Node::kQ, {ln1_out});
-  link(Node::kK, {ln1_out});
-  link(Node::kV, {ln1_out});
+  if (c.mla) {
+    if (c.q_latent) link(Node::kQa, {ln1_out});
+    link(Node::kKva, {ln1_out});
+    link(Node::kQ, {c.q_latent ? Node::kQa : ln1_out});
+    link(Node::kK, {Node::kKva});
+    link(Node::kV, {Node::kKva});
+  } else {
+    link(Node::kQ, {ln1_out});
+    link(Node::kK, {ln1_out});
+    link(Node::kV, {ln1_out});
+  }
   std::vector<Node> qk = {Node::kQ, Node::kK};
   if (c.rope) {
     link(Node::kRope, {Node::kQ, Node::kK});
@@ -106,6 +114,13 @@ LayerGraph::LayerGraph(const LayerConfig& c) : c_(c) {
   // un-permutation the expert outputs and the routing probabilities.
   needed_.set(idx(Node::kIn));                          // attention norm backward
   for (Node n : inputs(Node::kQ)) needed_.set(idx(n));  // QKV weight gradients
+  if (c.mla) {
+    // The down projections' weight gradients read the norm output, the
+    // up projections' the latents (and their norms' backward the latents
+    // before the norm: part of kQa's and kKva's bytes).
+    needed_.set(idx(ln1_out));
+    needed_.set(idx(Node::kKva));
+  }
   if (c.unfused_attention) {
     for (Node n : qk) needed_.set(idx(n));  // dQ = dS·K, dK = dSᵀ·Q
     needed_.set(idx(Node::kSoftmax));
@@ -142,6 +157,7 @@ NodeSet LayerGraph::fused_with(Node n) const {
   const NodeSet gate_up = nodes({Node::kGate, Node::kUp});
   if (c_.fused_qkv && qkv.test(idx(n))) return qkv & present_;
   if (c_.fused_gate_up && gate_up.test(idx(n))) return gate_up & present_;
+  if (c_.mla && (n == Node::kK || n == Node::kV)) return nodes({Node::kK, Node::kV}) & present_;
   NodeSet s;
   s.set(idx(n));
   return s;
@@ -149,9 +165,9 @@ NodeSet LayerGraph::fused_with(Node n) const {
 
 std::vector<Node> LayerGraph::matmuls() const {
   std::vector<Node> out;
-  for (Node n : {Node::kQ, Node::kK, Node::kV, Node::kProj, Node::kGate, Node::kUp, Node::kDown, Node::kRouter,
-                 Node::kEUp, Node::kEDown, Node::kSUp, Node::kSDown}) {
-    if (present(n)) out.push_back(n);
+  for (Node n : {Node::kQa, Node::kKva, Node::kQ, Node::kK, Node::kV, Node::kProj, Node::kGate, Node::kUp, Node::kDown,
+                 Node::kRouter, Node::kEUp, Node::kEDown, Node::kSUp, Node::kSDown}) {
+    if (present(n) && !(c_.mla && n == Node::kV)) out.push_back(n);  // MLA: keys and values one GEMM
   }
   return out;
 }
@@ -232,6 +248,7 @@ constexpr NamedNodes kNamed[] = {
     {"key_proj", {Node::kK, Node::kIn, Node::kIn}, 1},
     {"value_proj", {Node::kV, Node::kIn, Node::kIn}, 1},
     {"qkv_proj", {Node::kQ, Node::kK, Node::kV}, 3},
+    {"mla_latents", {Node::kQa, Node::kKva, Node::kIn}, 2},
     {"context", {Node::kAttn, Node::kIn, Node::kIn}, 1},
     {"out_proj", {Node::kProj, Node::kIn, Node::kIn}, 1},
     {"mlpwi_0", {Node::kGate, Node::kIn, Node::kIn}, 1},

@@ -32,8 +32,10 @@ enum class Node : uint8_t {
   kIn,
   kLn1,        ///< attention norm
   kAg1,        ///< sequence parallel: all-gather of the norm output over tp
-  kQ,          ///< query projection (with kK, kV one fused kernel where the framework fuses them)
-  kK,          ///< key projection
+  kQa,         ///< MLA: the queries' down projection and the norm of their latent
+  kKva,        ///< MLA: the keys' and values' down projection (latent and shared rotary key), the latent's norm
+  kQ,          ///< query projection (with kK, kV one fused kernel where the framework fuses them; MLA: up from kQa)
+  kK,          ///< key projection (MLA: the up projection of kKva, one kernel with kV)
   kV,          ///< value projection
   kRope,       ///< rotary embedding of q and k
   kScores,     ///< unfused attention: Q·Kᵀ
@@ -85,6 +87,10 @@ struct LayerConfig {
   bool shared_experts = false;
   bool fused_qkv = true;      ///< q, k, v projections are one kernel
   bool fused_gate_up = true;  ///< gate and up projections are one kernel
+  /// Multi-head latent attention (ModelSpec::mla): kKva, and kQa with a
+  /// query latent; keys and values come up from kKva in one kernel.
+  bool mla = false;
+  bool q_latent = false;
   /// Output bytes of each node, per microbatch and device (what keeping it
   /// costs; dropout masks included with the node that makes them).
   std::array<int64_t, kNodes> bytes{};

@@ -23,9 +23,9 @@ bool pytorch_sdpa(const Plan& p) {
 /// backward: a memory-bound pass over the expanded keys and values.
 std::vector<OpId> StageLowering::repeat_kv(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   if (!pytorch_sdpa(p_) || kv_ >= a_) return deps;
-  const int64_t small = 2 * T_ * kv_ * d_ * kAct, large = 2 * T_ * a_ * d_ * kAct;
+  const int64_t small = T_ * kv_width(kv_) * kAct, large = T_ * kv_width(a_) * kAct;
   const bool back = pass == Pass::kBackward;
-  return {memop(ComputeKind::kElementwise, "repeat kv", layer, pass, 2 * T_ * a_ * d_, back ? large : small,
+  return {memop(ComputeKind::kElementwise, "repeat kv", layer, pass, T_ * kv_width(a_), back ? large : small,
                 back ? small : large, 0, deps)};
 }
 
@@ -50,7 +50,7 @@ OpId StageLowering::attention_node(Node n, int32_t layer, Pass pass, const std::
       return memop(ComputeKind::kSoftmax, "attn dropout", layer, pass, scores, scores * kAct, scores * (kAct + 1), 5,
                    deps);
     default:
-      return matmul("attn values", layer, pass, s, d_, s, deps, causal, b, Operands::kActivations);
+      return matmul("attn values", layer, pass, s, dv_, s, deps, causal, b, Operands::kActivations);
   }
 }
 
@@ -70,8 +70,8 @@ OpId StageLowering::attention_backward(int32_t layer, OpId dep) {
   auto pointwise = [&](std::string_view name, int64_t read, int64_t write, OpId after) {
     return memop(ComputeKind::kSoftmax, name, layer, pass, scores, read, write, 5, {after});
   };
-  OpId x = bmm("attn values dgrad", s, s, d_, dep);
-  bmm("attn values wgrad", s, d_, s, dep);
+  OpId x = bmm("attn values dgrad", s, s, dv_, dep);
+  bmm("attn values wgrad", s, dv_, s, dep);
   if (m_.dropout) x = pointwise("attn dropout", scores * (kAct + 1), scores * kAct, x);
   x = pointwise("attn softmax", 2 * scores * kAct, scores * kAct, x);
   const OpId dq = bmm("attn scores dgrad", s, d_, s, x);
@@ -95,15 +95,15 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<O
   if (p_.cp_comm == Plan::CpComm::kAllGather) return allgather_cp_attention(layer, pass, deps);
   if (p_.cp_comm == Plan::CpComm::kAllToAll) return a2a_cp_attention(layer, pass, deps);
   const bool backward = pass == Pass::kBackward;
-  // QK^T and AV: 4·heads·head_dim FLOPs per causal query-key pair forward.
-  const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
-                       m_.attention_pairs(layer, p_.seq_len);
+  // QK^T and AV: 2·heads·(qk + v head widths) FLOPs per causal query-key
+  // pair forward (4·heads·head_dim without MLA).
+  const double total = attention_flops(layer);
   const double step_flops = (backward ? 2.0 : 1.0) * total / static_cast<double>(cp_ * cp_);
   const bool pytorch = pytorch_sdpa(p_);
-  const int64_t kv_block = 2 * T_ * (pytorch ? a_ : kv_) * d_ * kAct;  // K and V of one shard
+  const int64_t kv_block = T_ * kv_width(pytorch ? a_ : kv_) * kAct;  // K and V of one shard
   // Backward: the KV block and its dK, dV partial sums (fp32 under PyTorch).
   const int64_t block_bytes = backward ? (pytorch ? 3 : 2) * kv_block : kv_block;
-  const int64_t q = T_ * a_ * d_ * kAct;
+  const int64_t q = T_ * a_ * d_ * kAct, out = T_ * a_ * dv_ * kAct;
   OpId have = kNone;  // the KV block this step works on (the first: this device's own)
   OpId x = kNone;
   for (int64_t i = 0; i < cp_; ++i) {
@@ -121,8 +121,8 @@ OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<O
     o.k = a_ * d_;
     o.flops = Flops(step_flops);
     o.model_flops = o.flops * model_share(pass, 1.0);
-    o.bytes_read = Bytes(backward ? 3 * q + block_bytes : q + block_bytes);
-    o.bytes_written = Bytes(backward ? q + kv_block : q);
+    o.bytes_read = Bytes(backward ? q + 2 * out + block_bytes : q + block_bytes);
+    o.bytes_written = Bytes(backward ? q + kv_block : out);
     o.mem_transient = o.bytes_read + o.bytes_written;
     x = b_.add(o, i == 0 ? deps : std::vector<OpId>{x, have});
     have = next;
@@ -140,15 +140,15 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<
   o.m = p_.seq_len;
   o.n = p_.seq_len;
   o.k = a_ * d_;
-  // QK^T and AV: 4·heads·head_dim FLOPs per query-key pair forward, over
-  // the causal (or sliding-window) pairs the kernel does not skip.
-  const double fwd = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
-                     m_.attention_pairs(layer, p_.seq_len);
+  // QK^T and AV: 2·heads·(qk + v head widths) FLOPs per query-key pair
+  // forward (4·heads·head_dim without MLA), over the causal (or
+  // sliding-window) pairs the kernel does not skip.
+  const double fwd = attention_flops(layer);
   const bool backward = pass == Pass::kBackward;
   o.flops = Flops(backward ? 2.0 * fwd : fwd);
   o.model_flops = o.flops * model_share(pass, 1.0);
-  const int64_t qkv = T_ * (a_ + 2 * kv_) * d_ * kAct;
-  const int64_t out = T_ * a_ * d_ * kAct;
+  const int64_t qkv = T_ * (a_ * d_ + kv_width(kv_)) * kAct;
+  const int64_t out = T_ * a_ * dv_ * kAct;
   const int64_t lse = T_ * a_ * 4;
   o.bytes_read = Bytes(backward ? qkv + 2 * out + lse : qkv);  // backward: q, k, v, o, dO, lse
   o.bytes_written = Bytes(backward ? qkv : out + lse);         // backward: dq, dk, dv
@@ -160,8 +160,7 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<
 /// (T tokens) against T keys, 1/cp² of the causal work (load-balanced).
 Op StageLowering::cp_attention_step(int32_t layer, Pass pass, int64_t read, int64_t write) {
   const bool backward = pass == Pass::kBackward;
-  const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
-                       m_.attention_pairs(layer, p_.seq_len);
+  const double total = attention_flops(layer);
   Op o = base("cp attention", layer, pass, kC);
   o.compute = ComputeKind::kAttention;
   o.kernel = p_.attention_kernel;
@@ -200,35 +199,35 @@ OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::
   const bool backward = pass == Pass::kBackward;
   const bool pytorch = pytorch_sdpa(p_);
   const int64_t kv_heads = pytorch ? a_ : kv_;  // torchtitan's SDPA sees repeated KV heads
-  const int64_t kv_local = 2 * T_ * kv_heads * d_ * kAct;
-  const int64_t q = T_ * a_ * d_ * kAct;
+  const int64_t kv_local = T_ * kv_width(kv_heads) * kAct;
+  const int64_t q = T_ * a_ * d_ * kAct, out = T_ * a_ * dv_ * kAct;
   const OpId kv = collective(CollectiveKind::kAllGather, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
                              "cp kv all-gather", layer, pass, kv_local * cp_, DType::kBf16, deps);
   OpId x = kNone;
   OpId dkv = kNone;  // PyTorch: the dk, dv accumulators received from the previous rank
-  const int64_t grads = T_ * (a_ + 2 * kv_heads) * d_;  // dq, dk, dv values of one block
+  const int64_t grads = T_ * (a_ * d_ + kv_width(kv_heads));  // dq, dk, dv values of one block
   // Live beside every block's kernel: the gathered keys and values but the
   // block it reads (counted as its input), and PyTorch's fp32 accumulators:
   // the output forward (_SDPAMerger); dq, dk, dv and the dk, dv received
   // from the previous rank backward.
   int64_t held = kv_local * (cp_ - 1);
-  if (pytorch) held += backward ? 4 * (grads + 2 * T_ * kv_heads * d_) : 4 * T_ * a_ * d_;
+  if (pytorch) held += backward ? 4 * (grads + T_ * kv_width(kv_heads)) : 4 * T_ * a_ * dv_;
   for (int64_t i = 0; i < cp_; ++i) {
-    Op step =
-        cp_attention_step(layer, pass, backward ? 3 * q + 2 * kv_local : q + kv_local, backward ? q + 2 * kv_local : q);
+    Op step = cp_attention_step(layer, pass, backward ? q + 2 * out + 2 * kv_local : q + kv_local,
+                                backward ? q + 2 * kv_local : out);
     step.mem_transient = step.mem_transient + Bytes(held);
     x = b_.add(step, i == 0 ? std::vector<OpId>{kv} : std::vector<OpId>{x});
     if (!backward) {
       // Merge the block's output and log-sum-exp into the fp32 accumulator.
-      x = memop(ComputeKind::kElementwise, "cp merge", layer, pass, T_ * a_ * d_, T_ * a_ * d_ * (kAct + 4),
-                T_ * a_ * d_ * 4, 4, {x});
+      x = memop(ComputeKind::kElementwise, "cp merge", layer, pass, T_ * a_ * dv_, T_ * a_ * dv_ * (kAct + 4),
+                T_ * a_ * dv_ * 4, 4, {x});
     } else if (pytorch) {
       // Add the block's bf16 gradients into the fp32 accumulators (dk, dv:
       // the ones the previous rank sent on), then send dk, dv on.
       x = memop(ComputeKind::kElementwise, "cp grad accumulate", layer, pass, grads, grads * (4 + kAct), grads * 4, 1,
                 i == 0 ? std::vector<OpId>{x} : std::vector<OpId>{x, dkv});
       dkv = ring_exchange("cp send dkv", "cp recv dkv", layer, pass, MeshAxis::kCp, TrainStreams::kCpSend,
-                          TrainStreams::kCpRecv, 2 * T_ * kv_heads * d_ * 4, {x});
+                          TrainStreams::kCpRecv, T_ * kv_width(kv_heads) * 4, {x});
     }
   }
   if (backward && pytorch) {
@@ -247,13 +246,12 @@ OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::
 /// output is exchanged back; backward mirrors both exchanges.
 OpId StageLowering::a2a_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   const bool backward = pass == Pass::kBackward;
-  const int64_t qkv = T_ * (a_ + 2 * kv_) * d_ * kAct;
-  const int64_t out = T_ * a_ * d_ * kAct;
+  const int64_t qkv = T_ * (a_ * d_ + kv_width(kv_)) * kAct;
+  const int64_t out = T_ * a_ * dv_ * kAct;
   const uint8_t cp_axis = axis_bit(MeshAxis::kCp);
   OpId x = collective(CollectiveKind::kAllToAll, cp_axis, TrainStreams::kCpSend, "cp all-to-all", layer, pass,
                       backward ? out : qkv, DType::kBf16, deps);
-  const double total = 4.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * d_) *
-                       m_.attention_pairs(layer, p_.seq_len);
+  const double total = attention_flops(layer);
   Op o = base("attention", layer, pass, kC);
   o.compute = ComputeKind::kAttention;
   o.kernel = p_.attention_kernel;

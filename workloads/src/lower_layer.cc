@@ -17,28 +17,38 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_
   c.moe = moe;
   c.expert_parallel = p.ep > 1 || p.expert_tp > 1;
   c.shared_experts = m.moe.shared_experts > 0;
-  c.fused_qkv = p.fused_qkv;
+  c.fused_qkv = p.fused_qkv && !m.is_mla();  // MLA's queries and keys come from their own latents
   c.fused_gate_up = p.fused_gate_up;
+  c.mla = m.is_mla();
+  c.q_latent = m.is_mla() && m.mla.q_lora_rank > 0;
   // Output bytes per microbatch on this device (bf16 activations; 1-byte
   // dropout masks; fp32 log-sum-exp of flash attention), after Korthikanti
   // et al. 2022, section 4: a GPT layer with dropout keeps 34·s·b·h (+
   // 5·a·s²·b unfused) without tensor parallelism.
   auto& b = c.bytes;
   auto set = [&](Node n, int64_t v) { b[idx(n)] = v; };
-  const int64_t T = sh.T, Ts = sh.Ts, h = m.hidden, a = sh.a, kv = sh.kv, d = m.head_dim, f = sh.f;
+  // d: each query and key head's width, dv: each value and output head's
+  // (MLA: head_dim plus the rotary part, and v_head_dim).
+  const int64_t T = sh.T, Ts = sh.Ts, h = m.hidden, a = sh.a, kv = sh.kv, d = m.qk_head_dim(), dv = m.v_head_dim(),
+                f = sh.f;
   const int64_t mask = m.dropout ? Ts * h : 0;
   const int64_t scores = p.microbatch_size * a * p.seq_len * p.seq_len;
   set(Node::kIn, Ts * h * kAct);
   set(Node::kLn1, Ts * h * kAct);
   set(Node::kAg1, T * h * kAct);
+  // MLA's latents, replicated over tp: each before its norm (its backward's
+  // input) and after (the up projection's); the keys' with the shared
+  // rotary key.
+  set(Node::kQa, 2 * T * m.mla.q_lora_rank * kAct);
+  set(Node::kKva, T * (2 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * kAct);
   set(Node::kQ, T * a * d * kAct);
   set(Node::kK, T * kv * d * kAct);
-  set(Node::kV, T * kv * d * kAct);
+  set(Node::kV, T * kv * dv * kAct);
   set(Node::kRope, T * (a + kv) * d * kAct);
   set(Node::kScores, scores * kAct);
   set(Node::kSoftmax, scores * kAct);
   set(Node::kDropout, scores * (kAct + 1));
-  set(Node::kAttn, T * a * d * kAct + (c.unfused_attention ? 0 : T * a * 4));
+  set(Node::kAttn, T * a * dv * kAct + (c.unfused_attention ? 0 : T * a * 4));
   set(Node::kProj, T * h * kAct);
   set(Node::kRs1, Ts * h * kAct);
   set(Node::kRes1, Ts * h * kAct + mask);
@@ -81,7 +91,7 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_
     };
     quantised(Node::kLn1);
     quantised(Node::kAg1);
-    b[idx(Node::kAttn)] += static_cast<int64_t>(std::llround(static_cast<double>(T * a * d * kAct) * ratio));
+    b[idx(Node::kAttn)] += static_cast<int64_t>(std::llround(static_cast<double>(T * a * dv * kAct) * ratio));
     if (!moe) {
       quantised(Node::kLn2);
       quantised(Node::kAg2);
@@ -168,6 +178,50 @@ RecomputeSpec recompute_spec(const Plan& p, bool bf16_layer) {
   return r;
 }
 
+// Multi-head latent attention (ModelSpec::mla; DeepSeek-V2, arXiv
+// 2405.04434, section 2.1): the queries and the keys and values are
+// projected down to latents, normed, and projected up per head. The down
+// projections are small and every tp rank runs them whole on the gathered
+// sequence (Megatron-Core's MLA duplicates them): a tp-th of each is model
+// work. The keys' rotary part comes down with their latent and is shared by
+// every head (rope_op broadcasts it).
+OpId StageLowering::mla_down(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
+  const bool q = n == Node::kQa;
+  const int64_t latent = q ? m_.mla.q_lora_rank : m_.mla.kv_lora_rank;
+  const int64_t width = latent + (q ? 0 : m_.mla.qk_rope_head_dim);
+  const OpId x = matmul(q ? "q down" : "kv down", L, pass, T_, width, h_, deps, 1.0 / static_cast<double>(t_));
+  return b_.add(norm_op(q ? "q latent norm" : "kv latent norm", L, pass, eager(), T_, latent), {x});
+}
+
+void StageLowering::mla_backward(int32_t L, OpId x, const LayerOps& rec, Node ln1_out, OpId& dg, OpId& wg) {
+  const Pass pass = Pass::kBackward;
+  const int64_t ql = m_.mla.q_lora_rank, kvl = m_.mla.kv_lora_rank;
+  const int64_t kv_n = a_ * (m_.head_dim + dv_), kv_down = kvl + m_.mla.qk_rope_head_dim;
+  const double duplicated = 1.0 / static_cast<double>(t_);
+  // Keys and values: the up projection, the latent's norm, the down one.
+  const OpId k = fp8_backward_casts(Node::kK, L, x);
+  OpId kd = matmul("kv up dgrad", L, pass, T_, kvl, kv_n, {k});
+  matmul("kv up wgrad", L, pass, kvl, kv_n, T_, {k, rec[Node::kKva]}, 1.0, 1, Operands::kWeightGrad);
+  kd = b_.add(norm_op("kv latent norm", L, pass, eager(), T_, kvl), {kd});
+  kd = fp8_backward_casts(Node::kKva, L, kd);
+  const OpId dk = matmul("kv down dgrad", L, pass, T_, h_, kv_down, {kd}, duplicated);
+  const OpId wk =
+      matmul("kv down wgrad", L, pass, h_, kv_down, T_, {kd, rec[ln1_out]}, duplicated, 1, Operands::kWeightGrad);
+  // Queries: from their latent, or from the hidden state.
+  const OpId q = fp8_backward_casts(Node::kQ, L, x);
+  if (ql == 0) {
+    dg = matmul("q proj dgrad", L, pass, T_, h_, a_ * d_, {q, dk});
+    wg = matmul("q proj wgrad", L, pass, h_, a_ * d_, T_, {q, rec[ln1_out], wk}, 1.0, 1, Operands::kWeightGrad);
+    return;
+  }
+  OpId qd = matmul("q up dgrad", L, pass, T_, ql, a_ * d_, {q});
+  matmul("q up wgrad", L, pass, ql, a_ * d_, T_, {q, rec[Node::kQa]}, 1.0, 1, Operands::kWeightGrad);
+  qd = b_.add(norm_op("q latent norm", L, pass, eager(), T_, ql), {qd});
+  qd = fp8_backward_casts(Node::kQa, L, qd);
+  dg = matmul("q down dgrad", L, pass, T_, h_, ql, {qd, dk}, duplicated);
+  wg = matmul("q down wgrad", L, pass, h_, ql, T_, {qd, rec[ln1_out], wk}, duplicated, 1, Operands::kWeightGrad);
+}
+
 OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
   const bool fused_qkv = graph(L).fused_with(Node::kQ).count() > 1;
   const bool fused_up = graph(L).fused_with(Node::kGate).count() > 1;
@@ -177,10 +231,17 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
     case Node::kAg1:
       return collective(CollectiveKind::kAllGather, kTpAxis, kTpS, "attn all-gather", L, pass, T_ * h_ * kAct,
                         DType::kBf16, deps);
+    case Node::kQa:
+    case Node::kKva:
+      return mla_down(n, L, pass, deps);
     case Node::kQ:
       if (fused_qkv) return matmul("qkv", L, pass, T_, (a_ + 2 * kv_) * d_, h_, deps, qkv_model_fraction());
+      if (m_.is_mla() && m_.mla.q_lora_rank > 0) return matmul("q up", L, pass, T_, a_ * d_, m_.mla.q_lora_rank, deps);
       return matmul("q proj", L, pass, T_, a_ * d_, h_, deps);
     case Node::kK:
+      // MLA: each head's key (less the shared rotary part) and value, up from
+      // the latent in one GEMM.
+      if (m_.is_mla()) return matmul("kv up", L, pass, T_, a_ * (m_.head_dim + dv_), m_.mla.kv_lora_rank, deps);
       return matmul("k proj", L, pass, T_, kv_ * d_, h_, deps, kv_model_fraction());
     case Node::kV:
       return matmul("v proj", L, pass, T_, kv_ * d_, h_, deps, kv_model_fraction());
@@ -192,7 +253,7 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
     case Node::kAttn:
       return attention_node(n, L, pass, deps);
     case Node::kProj:
-      return matmul("attn out", L, pass, T_, h_, a_ * d_, deps);
+      return matmul("attn out", L, pass, T_, h_, a_ * dv_, deps);
     case Node::kRs1:
     case Node::kRs2:
       return collective(p_.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, kTpAxis,
@@ -296,13 +357,29 @@ StageLowering::LinearShape StageLowering::linear_shape(Node n) const {
   const int64_t fe = m_.moe.expert_ffn_hidden, fs = m_.moe.shared_experts * fe, slots = moe_slots();
   const bool fused_qkv = p_.fused_qkv, fused_up = p_.fused_gate_up && m_.gated();
   switch (n) {
+    case Node::kQa:
+      return {T_ * h_, T_ * m_.mla.q_lora_rank, h_ * m_.mla.q_lora_rank, true};
+    case Node::kKva: {
+      const int64_t n_out = m_.mla.kv_lora_rank + m_.mla.qk_rope_head_dim;
+      return {T_ * h_, T_ * n_out, h_ * n_out, true};
+    }
     case Node::kQ:
+      if (m_.is_mla()) {
+        const int64_t k_in = m_.mla.q_lora_rank > 0 ? m_.mla.q_lora_rank : h_;
+        return {T_ * k_in, T_ * a_ * d_, k_in * a_ * d_, m_.mla.q_lora_rank == 0};
+      }
       return {T_ * h_, T_ * (fused_qkv ? a_ + 2 * kv_ : a_) * d_, h_ * (fused_qkv ? a_ + 2 * kv_ : a_) * d_, true};
     case Node::kK:
+      if (m_.is_mla()) {
+        const int64_t n_out = a_ * (m_.head_dim + dv_), k_in = m_.mla.kv_lora_rank;
+        return {T_ * k_in, T_ * n_out, k_in * n_out, false};
+      }
+      return {T_ * h_, T_ * kv_ * d_, h_ * kv_ * d_, true};
     case Node::kV:
+      if (m_.is_mla()) return {};  // one GEMM with the keys (kK)
       return {T_ * h_, T_ * kv_ * d_, h_ * kv_ * d_, true};
     case Node::kProj:
-      return {T_ * a_ * d_, T_ * h_, a_ * d_ * h_, false};
+      return {T_ * a_ * dv_, T_ * h_, a_ * dv_ * h_, false};
     case Node::kGate:
     case Node::kUp:
       return {T_ * h_, T_ * (fused_up ? up_n_ : f_), h_ * (fused_up ? up_n_ : f_), true};
@@ -512,7 +589,7 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
     } else if (ub && (n == Node::kProj || n == Node::kDown)) {
       const bool proj = n == Node::kProj;
       op = ub_matmul_scatter(proj ? "attn out" : "mlp down", proj ? "attn reduce-scatter" : "mlp reduce-scatter", L,
-                             pass, T_, h_, proj ? a_ * d_ : f_, deps);
+                             pass, T_, h_, proj ? a_ * dv_ : f_, deps);
       ops.op[idx(proj ? Node::kRs1 : Node::kRs2)] = op;
     } else {
       op = emit_node(n, L, pass, deps);
@@ -584,21 +661,25 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
   x = fp8_backward_casts(Node::kProj, L, x);
   if (userbuffers()) {
     const OpId grad = x;
-    dg = ub_gather_matmul("attn out dgrad", L, pass, T_, a_ * d_, h_, {grad}, 1.0, x);
+    dg = ub_gather_matmul("attn out dgrad", L, pass, T_, a_ * dv_, h_, {grad}, 1.0, x);
   } else {
     x = row_parallel_grad("attn grad all-gather", L, x);
-    dg = matmul("attn out dgrad", L, pass, T_, a_ * d_, h_, {x});
+    dg = matmul("attn out dgrad", L, pass, T_, a_ * dv_, h_, {x});
   }
-  matmul("attn out wgrad", L, pass, a_ * d_, h_, T_, {x, rec[Node::kAttn]}, 1.0, 1, Operands::kWeightGrad);
+  matmul("attn out wgrad", L, pass, a_ * dv_, h_, T_, {x, rec[Node::kAttn]}, 1.0, 1, Operands::kWeightGrad);
   if (late_core && (rp.recomputed & core).any()) {
     emit_layer(L, Pass::kRecompute, rp.recomputed & core, dg, weights, rec);
   }
   x = attention_backward(L, dg);
   if (g.present(Node::kRope)) x = rope_op(L, pass, {x});
   const Node ln1_out = g.present(Node::kAg1) ? Node::kAg1 : Node::kLn1;
-  x = fp8_backward_casts(Node::kQ, L, x);
-  if (g.fused_with(Node::kQ).count() == 1) x = fp8_backward_casts(Node::kV, L, fp8_backward_casts(Node::kK, L, x));
-  if (g.fused_with(Node::kQ).count() > 1) {
+  if (!m_.is_mla()) {
+    x = fp8_backward_casts(Node::kQ, L, x);
+    if (g.fused_with(Node::kQ).count() == 1) x = fp8_backward_casts(Node::kV, L, fp8_backward_casts(Node::kK, L, x));
+  }
+  if (m_.is_mla()) {
+    mla_backward(L, x, rec, ln1_out, dg, wg);
+  } else if (g.fused_with(Node::kQ).count() > 1) {
     const int64_t qkv_n = (a_ + 2 * kv_) * d_;
     dg = matmul("qkv dgrad", L, pass, T_, h_, qkv_n, {x}, qkv_model_fraction());
     wg = matmul("qkv wgrad", L, pass, h_, qkv_n, T_, {x, rec[ln1_out]}, qkv_model_fraction(), 1, Operands::kWeightGrad);

@@ -13,6 +13,16 @@ ParamCount count_params(const ModelSpec& m) {
   c.moe_layers = m.moe_layers();
   c.dense_layers = m.layers - c.moe_layers;
   c.attention = h * q + 2 * h * kv + q * h;
+  if (m.is_mla()) {
+    // Queries: down to the latent and up, or straight; keys and values: down
+    // to the latent plus the shared rotary key, up to each head's key and
+    // value; the output from every head's value.
+    const MlaSpec& l = m.mla;
+    const int64_t qk = m.heads * m.qk_head_dim();
+    c.attention = (l.q_lora_rank > 0 ? h * l.q_lora_rank + l.q_lora_rank * qk : h * qk) +
+                  h * (l.kv_lora_rank + l.qk_rope_head_dim) + l.kv_lora_rank * m.heads * (m.head_dim + m.v_head_dim()) +
+                  m.heads * m.v_head_dim() * h;
+  }
   c.dense_mlp = (m.gated() ? 3 : 2) * h * m.ffn_hidden;
   if (m.is_moe()) {
     c.router = h * m.moe.experts;
@@ -25,6 +35,7 @@ ParamCount count_params(const ModelSpec& m) {
   // every projection.
   const int64_t norm = (m.norm == NormKind::kLayerNorm ? 2 : 1) * h;
   c.per_layer_other = 2 * norm;
+  if (m.is_mla()) c.per_layer_other += m.mla.q_lora_rank + m.mla.kv_lora_rank;  // the latents' RMSNorm gains
   if (m.bias) c.per_layer_other += q + 2 * kv + h + (m.gated() ? 2 : 1) * m.ffn_hidden + h;
   c.unembedding = m.vocab * h;
   c.embedding = m.tied_embeddings ? 0 : m.vocab * h;
@@ -38,7 +49,16 @@ DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t s
   const int64_t a = m.heads / tp;
   const int64_t kv = m.kv_heads >= tp ? m.kv_heads / tp : 1;
   const int64_t f = m.ffn_hidden / tp;
-  const int64_t attention = 2 * h * a * d + 2 * h * kv * d;
+  int64_t attention = 2 * h * a * d + 2 * h * kv * d;
+  if (m.is_mla()) {
+    // The down projections are replicated over tp (Megatron-Core's MLA
+    // duplicates them); the up and output projections split by head.
+    const MlaSpec& l = m.mla;
+    const int64_t qk = a * m.qk_head_dim();
+    attention = (l.q_lora_rank > 0 ? h * l.q_lora_rank + l.q_lora_rank * qk : h * qk) +
+                h * (l.kv_lora_rank + l.qk_rope_head_dim) + l.kv_lora_rank * a * (d + m.v_head_dim()) +
+                a * m.v_head_dim() * h;
+  }
   DeviceParams dp;
   dp.dense_layer = attention + (m.gated() ? 3 : 2) * f * h + pc.per_layer_other;
   if (m.is_moe()) {

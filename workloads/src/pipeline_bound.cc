@@ -61,10 +61,9 @@ std::vector<std::vector<ChunkWork>> chunk_work_from_flops(const Scenario& s) {
     const int64_t active =
         model.is_moe_layer(l) ? pc.router + (pc.top_k + pc.shared_experts) * pc.expert : pc.dense_mlp;
     const double mm = seconds(2.0 * tokens * static_cast<double>(pc.attention + active) / tp, matmul_rate);
-    const double at =
-        seconds(4.0 * static_cast<double>(model.heads * model.head_dim) * static_cast<double>(p.microbatch_size) *
-                    model.attention_pairs(l, p.seq_len) / (tp * static_cast<double>(p.cp)),
-                attention_rate);
+    const double at = seconds(model.attention_flops_per_pair() * static_cast<double>(p.microbatch_size) *
+                                  model.attention_pairs(l, p.seq_len) / (tp * static_cast<double>(p.cp)),
+                              attention_rate);
     // Recomputation runs forward work again before the backward: all of it
     // (full), or the attention core (selective); other policies' parts are
     // left out of the bound.

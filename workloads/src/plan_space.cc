@@ -36,7 +36,7 @@ struct StepFlops {
 StepFlops step_flops(const ModelSpec& m, const Plan& p) {
   const double total = closed_form_model_flops(m, p);
   StepFlops f;
-  f.attention = 12.0 * static_cast<double>(m.heads * m.head_dim) * attention_pairs_all_layers(m, p.seq_len) *
+  f.attention = 3.0 * m.attention_flops_per_pair() * attention_pairs_all_layers(m, p.seq_len) *
                 static_cast<double>(p.global_batch);
   f.matmul = total - f.attention;
   if (p.recompute == Recompute::kFull) {
@@ -163,7 +163,7 @@ double step_time_estimate_s(const Scenario& s) {
   // attention compute.
   double cp_s = 0;
   if (p.cp > 1) {
-    const double kv = 2.0 * 2.0 * tokens_mb * static_cast<double>(m.kv_heads * m.head_dim) /
+    const double kv = 2.0 * tokens_mb * static_cast<double>(m.kv_heads * (m.qk_head_dim() + m.v_head_dim())) /
                       static_cast<double>(std::min(p.tp, m.kv_heads));
     cp_s =
         0.25 * ring_s(kv * static_cast<double>(p.cp), p.cp, group_bandwidth(c, p.cp, p.tp)) * layers_here * mbs * 3.0;

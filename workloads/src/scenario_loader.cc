@@ -119,6 +119,24 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
   m.global_every = r.int_in("global_every", 0, kMaxLayers, 0);
   m.qk_norm = r.boolean("qk_norm", false);
   m.source = r.string("source", "");
+  if (r.has("mla")) {
+    ObjectReader l(r.raw("mla"), file, "/model/mla");
+    m.mla.q_lora_rank = l.int_in("q_lora_rank", 0, kMaxDim, 0);
+    m.mla.kv_lora_rank = l.int_in("kv_lora_rank", 1, kMaxDim, 1);
+    m.mla.qk_rope_head_dim = l.int_in("qk_rope_head_dim", 0, kMaxDim, 0);
+    m.mla.v_head_dim = l.int_in("v_head_dim", 1, kMaxDim, 1);
+    if (!l.has("kv_lora_rank")) l.fail("kv_lora_rank", "missing: the keys' and values' latent width");
+    if (!l.has("v_head_dim")) l.fail("v_head_dim", "missing: the width of each value head");
+    l.done();
+    // Each head's key and value come up from the latent: as many as queries.
+    if (r.has("kv_heads") && m.kv_heads != m.heads) {
+      r.fail("kv_heads", "with mla every head has its own key and value: expected heads (" + std::to_string(m.heads) +
+                             "), got " + std::to_string(m.kv_heads));
+    }
+    m.kv_heads = m.heads;
+    if (!r.has("head_dim")) r.fail("head_dim", "missing: with mla, the width of each key head without its rotary part");
+    if (m.bias) r.fail("bias", "with mla the projections carry no biases: expected false");
+  }
   if (r.has("moe")) {
     ObjectReader e(r.raw("moe"), file, "/model/moe");
     m.moe.experts = e.int_in("experts", 1, 1 << 16, 1);
@@ -172,6 +190,11 @@ Plan parse_inference_plan(ObjectReader& r, Phase phase, const ModelSpec& m, cons
   Plan p = detail::read_plan_fields(r, phase, serving);
   const char* len_key = phase == Phase::kPrefill ? "prompt_tokens" : "context_tokens";
   r.done();
+  if (m.is_mla()) {
+    r.fail("phase",
+           "multi-head latent attention (model.mla) is modelled for training only: inference would need its "
+           "latent KV cache and absorbed attention, not modelled; use a GQA stand-in (the deepseek-v3 preset)");
+  }
   if (p.weight_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     r.fail("weight_dtype", "chip " + c.chip.name + " has no fp8 matmul; use int8 (weight-only) or bf16");
   }

@@ -129,7 +129,8 @@ class StageLowering {
     Ts_ = p_.sequence_parallel ? T_ / t_ : T_;
     a_ = m_.heads / t_;
     kv_ = m_.kv_heads >= t_ ? m_.kv_heads / t_ : 1;
-    d_ = m_.head_dim;
+    d_ = m_.qk_head_dim();
+    dv_ = m_.v_head_dim();
     h_ = m_.hidden;
     f_ = m_.ffn_hidden / t_;
     up_n_ = (m_.gated() ? 2 : 1) * f_;
@@ -311,6 +312,9 @@ class StageLowering {
   OpId attention_node(Node n, int32_t layer, Pass pass, const std::vector<OpId>& deps);
   /// The attention core's backward from the gradient of its output.
   OpId attention_backward(int32_t layer, OpId dep);
+  /// MLA's down projection of the queries (kQa) or of the keys and values
+  /// (kKva), and its latent's norm.
+  OpId mla_down(Node n, int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId allgather_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId a2a_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
@@ -494,12 +498,17 @@ class StageLowering {
   bool head_eager() const { return eager() || p_.loss_kernel == Plan::LossKernel::kTorch; }
   Op norm_op(std::string_view name, int32_t layer, Pass pass) { return norm_op(name, layer, pass, eager()); }
   Op norm_op(std::string_view name, int32_t layer, Pass pass, bool eager_kernels) {
+    return norm_op(name, layer, pass, eager_kernels, Ts_, h_);
+  }
+  /// A norm over `rows` of `width` (MLA's latents: the whole sequence on
+  /// every tp rank).
+  Op norm_op(std::string_view name, int32_t layer, Pass pass, bool eager_kernels, int64_t rows, int64_t width) {
     Op o = base(name, layer, pass, kC);
     o.compute = ComputeKind::kNorm;
-    o.m = Ts_;
-    o.n = h_;
+    o.m = rows;
+    o.n = width;
     o.k = 1;
-    const int64_t e = Ts_ * h_;
+    const int64_t e = rows * width;
     o.flops = Flops(5.0 * static_cast<double>(e));
     const bool back = pass == Pass::kBackward;
     o.bytes_read = Bytes(e * (eager_kernels ? (back ? 44 : 20) : (back ? 4 : 2)));
@@ -507,6 +516,9 @@ class StageLowering {
     o.mem_transient = Bytes(std::min(o.bytes_read.value() + o.bytes_written.value(), kEagerLiveBytes * e));
     return o;
   }
+  /// The rotation of q and k (under MLA: of their rotary parts, with the
+  /// shared rotary key broadcast into every head's key: one pass over q
+  /// and k all the same).
   OpId rope_op(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
     const int64_t e = T_ * (a_ + kv_) * d_;
     const int64_t per = eager() ? 10 : kAct;
@@ -532,6 +544,15 @@ class StageLowering {
     }
     return memop(ComputeKind::kElementwise, name, layer, pass, e, (swiglu ? 3 : 2) * e * kAct,
                  (swiglu ? 2 : 1) * e * kAct, 12, deps);
+  }
+  /// Keys' and values' elements per token for `heads` heads.
+  int64_t kv_width(int64_t heads) const { return heads * (d_ + dv_); }
+  /// Attention FLOPs of one layer's forward on this device's microbatch:
+  /// QK^T and AV, 2·(qk + v head widths) per causal (or windowed) pair and
+  /// head of this rank (4·heads·head_dim without MLA).
+  double attention_flops(int32_t layer) const {
+    return 2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * (d_ + dv_)) *
+           m_.attention_pairs(layer, p_.seq_len);
   }
   /// Share of a projection's work that is model work: when tp exceeds
   /// kv_heads each rank computes a whole (replicated) KV head.
@@ -596,6 +617,10 @@ class StageLowering {
   OpId layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgrad);
   /// The dense MLP's backward (from the gradient at its output); returns the
   /// gradient at its input and sets wgrad.
+  /// MLA's projections backward, from the queries', keys' and values'
+  /// gradients `x`: sets the input gradient `dg` and the last weight
+  /// gradient `wg`.
+  void mla_backward(int32_t layer, OpId x, const LayerOps& rec, Node ln1_out, OpId& dg, OpId& wg);
   OpId mlp_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad);
 
   // Tensor-parallel communication overlap (Transformer Engine userbuffers).
@@ -688,7 +713,9 @@ class StageLowering {
   const ChunkLayout& layout_;
   const int64_t stage_;
   ProgramBuilder b_;
-  int64_t t_, T_, Ts_, a_, kv_, d_, h_, f_, up_n_, v_;
+  /// d_: each query and key head's width; dv_: each value and output
+  /// head's (they differ under MLA).
+  int64_t t_, T_, Ts_, a_, kv_, d_, dv_, h_, f_, up_n_, v_;
   int64_t chunks_ = 1;
   int64_t cp_ = 1;
   int64_t shards_ = 1;                   // data-parallel replicas of the dense parameters: dp·cp

@@ -30,6 +30,21 @@ struct MoeSpec {
   int64_t first_dense_layers = 0;
 };
 
+/// Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434, section
+/// 2.1; DeepSeek-V3; Kimi K2): the hidden state is projected down to a
+/// kv_lora_rank latent (normed) and a qk_rope_head_dim rotary key that every
+/// head shares; the latent is projected up to each head's key (head_dim, no
+/// rotary part) and value (v_head_dim). Queries come up the same way from a
+/// q_lora_rank latent (0: straight from the hidden state) and carry
+/// head_dim + qk_rope_head_dim per head, the rotary part last. The output
+/// projection reads heads · v_head_dim.
+struct MlaSpec {
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;  ///< 0: not MLA
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
 struct ModelSpec {
   std::string name;
   int64_t layers = 0;
@@ -56,9 +71,21 @@ struct ModelSpec {
   /// RMS norms of the queries and keys (Qwen 3, Gemma 3).
   bool qk_norm = false;
   MoeSpec moe;
+  MlaSpec mla;
   std::string source;
 
   bool is_moe() const { return moe.experts > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
+  /// Width of each query and key head in attention (MLA: head_dim plus the
+  /// rotary part), and of each value and output head.
+  int64_t qk_head_dim() const { return head_dim + (is_mla() ? mla.qk_rope_head_dim : 0); }
+  int64_t v_head_dim() const { return is_mla() ? mla.v_head_dim : head_dim; }
+  /// Attention FLOPs per query-key pair, forward: QK^T over the query-key
+  /// width and AV over the value width, 2 each per multiply-add (4·heads·
+  /// head_dim without MLA).
+  double attention_flops_per_pair() const {
+    return 2.0 * static_cast<double>(heads) * static_cast<double>(qk_head_dim() + v_head_dim());
+  }
   bool gated() const { return mlp == MlpKind::kSwiglu || mlp == MlpKind::kGeglu; }
   /// Whether `layer` attends through a sliding window.
   bool windowed(int64_t layer) const {
@@ -78,7 +105,7 @@ struct ModelSpec {
 /// counted in total() only.
 struct ParamCount {
   int64_t layers = 0, dense_layers = 0, moe_layers = 0;
-  int64_t attention = 0;  ///< q, k, v, o weights of one layer
+  int64_t attention = 0;  ///< q, k, v, o weights of one layer (MLA: the down and up projections too)
   int64_t dense_mlp = 0;  ///< MLP weights of a dense layer
   int64_t router = 0;     ///< router weights of an MoE layer
   int64_t expert = 0;     ///< weights of one expert
