@@ -57,9 +57,8 @@ Rules applied to every row
   keep [qkv_proj, out_proj, mlpwi, mlpwo]; torchtitan per-op SAC -> "op_sac"; 'selective layer' N -> "full"
   with recompute_every N.
 * Models: inline for every row, vocabulary as the run's tokenizer/config had it before framework padding
-  (shardsim pads to 128*tp itself). Proxy models use the proxy's layer count. Multi-head latent attention is
-  approximated by GQA as shardsim's deepseek-v3 preset does (128 or 64 heads of dim 96, 8 KV heads); attention
-  sinks, soft-capping, parallel attention/MLP blocks, relative position biases, iota embeddings, vocab tiling
+  (shardsim pads to 128*tp itself). Proxy models use the proxy's layer count. DeepSeek-V3 and Kimi K2 run
+  multi-head latent attention (model.mla, MLA_V3); attention sinks, soft-capping, parallel attention/MLP blocks, relative position biases, iota embeddings, vocab tiling
   and fusion choices beyond torch.compile on/off are not expressible and are named in the model source or the
   assumptions.
 * Chips and fabrics: see HARDWARE and TPU_SLICES; every NIC figure is per GPU, one way (400 Gb/s = 50 GB/s);
@@ -394,22 +393,28 @@ def mixtral_8x7b(cite, capacity, note):
     return m
 
 
+# Multi-head latent attention as DeepSeek-V3 and Kimi K2 run it: "the number of attention heads n_h to 128
+# and the per-head dimension d_h to 128. The KV compression dimension d_c is set to 512, and the query
+# compression dimension d_c' is set to 1536. For the decoupled queries and key, we set the per-head dimension
+# d_h^R to 64" (DeepSeek-V3 report, arXiv 2412.19437, section 4.2); values 128 wide per head.
+MLA_V3 = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "v_head_dim": 128}
+
+
 def deepseek_v3(cite):
-    m = dense("deepseek-v3", 61, 7168, 18432, 128, 8, 129280,
-              f"{cite}; shape as shardsim's deepseek-v3 preset (DeepSeek-V3 report, arXiv 2412.19437): 61 layers, "
-              "the first 3 dense (FFN 18432), 1 shared + 256 routed experts of FFN 2048, top-8, vocab 129280. "
-              "Multi-head latent attention is not modelled: approximated by GQA with 128 heads of dim 96 and 8 KV "
-              "heads as the preset does. No MTP module is built by AutoModel", head_dim=96)
+    m = dense("deepseek-v3", 61, 7168, 18432, 128, 128, 129280,
+              f"{cite}; DeepSeek-V3 report (arXiv 2412.19437, section 4.2): 61 layers, the first 3 dense (FFN "
+              "18432), 1 shared + 256 routed experts of FFN 2048, top-8, vocab 129280; multi-head latent attention "
+              "with 128 heads (q latent 1536, kv latent 512, key heads 128 + 64 rotary, value heads 128). No MTP "
+              "module is built by AutoModel", head_dim=128, mla=dict(MLA_V3))
     m["moe"] = moe(256, 8, 2048, 1.0, shared=1, first_dense=3)
     return m
 
 
 def kimi_k2(cite):
-    m = dense("kimi-k2", 61, 7168, 18432, 64, 8, 163840,
+    m = dense("kimi-k2", 61, 7168, 18432, 64, 64, 163840,
               f"{cite}: 61 layers (first 1 dense, FFN 18432), hidden 7168, 64 heads, MLA (q_lora 1536, kv_lora 512, "
-              "qk 128+64, v 128), 384 routed experts top-8 + 1 shared of FFN 2048, vocab 163840, untied. MLA is "
-              "not modelled: approximated by GQA as shardsim's deepseek-v3 preset does (heads of dim 96, 8 KV "
-              "heads; 99M against MLA's 101M attention parameters per layer)", head_dim=96)
+              "qk 128+64, v 128), 384 routed experts top-8 + 1 shared of FFN 2048, vocab 163840, untied",
+              head_dim=128, mla=dict(MLA_V3))
     m["moe"] = moe(384, 8, 2048, 1.0, shared=1, first_dense=1)
     return m
 
