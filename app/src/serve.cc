@@ -104,8 +104,12 @@ class KvTransferTimer {
     auto [it, fresh] = cache_.try_emplace(prompt_tokens, 0.0);
     if (fresh) {
       const ModelSpec& m = s_.model;
-      const double bytes = static_cast<double>(prompt_tokens) * static_cast<double>(m.layers) * 2.0 *
-                           static_cast<double>(m.kv_heads * m.head_dim) * dtype_bytes(s_.plan.kv_dtype);
+      // K and V of every KV head, or MLA's latent, which each tp rank holds
+      // and sends whole.
+      const double per_layer = m.is_mla() ? static_cast<double>(s_.plan.tp * m.kv_cache_values(s_.plan.tp))
+                                          : 2.0 * static_cast<double>(m.kv_heads * m.head_dim);
+      const double bytes = static_cast<double>(prompt_tokens) * static_cast<double>(m.layers) * per_layer *
+                           dtype_bytes(s_.plan.kv_dtype);
       for (FlowSpec& f : flows_) f.bytes = bytes / static_cast<double>(flows_.size());
       it->second = transfers_alone_time(*topo_, flows_).seconds();
     }

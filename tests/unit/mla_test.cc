@@ -158,9 +158,44 @@ TEST(Mla, TheLoaderRefusesWhatItCannotModel) {
   j = scenario_json(R"({"dp": 64, "global_batch": 64, "seq_len": 4096})");
   j.replace(j.find(R"("head_dim": 128, )"), 17, "");
   EXPECT_NE(error_of(j).find("/model/head_dim"), std::string::npos) << error_of(j);
-  // Inference would need the latent cache.
-  j = scenario_json(R"({"phase": "decode", "tp": 8, "batch": 8, "context_tokens": 1024})");
-  EXPECT_NE(error_of(j).find("/plan/phase"), std::string::npos) << error_of(j);
+}
+
+// Inference caches the latent and the rotary key (576 values a position and
+// layer, whole on each tp rank, where the GQA stand-in caches 8 KV heads of
+// 96 twice: 1536) and decodes in the latent's width.
+TEST(Mla, DecodeCachesTheLatentAndAttendsInItsWidth) {
+  const std::string plan = R"({"phase": "decode", "dp": 8, "tp": 8, "batch": 16, "context_tokens": 4096})";
+  const Scenario s = testing::scenario(scenario_json(plan));
+  const MemoryReport r = inference_memory(s);
+  EXPECT_EQ(testing::component(r, "kv_cache"), int64_t{61} * 16 * 4097 * (512 + 64) * 2);
+  const ProgramSet ps = lower_inference_step(s);
+  const Program& p = ps.stages.front();
+  const std::vector<OpId> att = named(p, "decode attention", 3, 0, Pass::kForward);
+  ASSERT_EQ(att.size(), 1u);
+  const Op& o = p.op(att.front());
+  // 16 heads per rank, 2·((512 + 64) + 512) FLOPs a pair and head, 4097
+  // pairs per sequence; the cache read once at 576 values a position.
+  EXPECT_DOUBLE_EQ(o.flops.value(), 2.0 * 16 * (2 * 512 + 64) * 16 * 4097);
+  EXPECT_EQ(o.bytes_read.value() - 16 * 16 * 576 * 2, int64_t{16} * 4097 * 576 * 2);
+  // The key and value up projections fold into the queries and the output.
+  EXPECT_EQ(named(p, "q absorb", 3, 0, Pass::kForward).size(), 1u);
+  EXPECT_EQ(named(p, "v absorb", 3, 0, Pass::kForward).size(), 1u);
+  EXPECT_TRUE(named(p, "kv up").empty());
+}
+
+TEST(Mla, PrefillBringsKeysAndValuesUpFromTheLatent) {
+  const Scenario s = testing::scenario(scenario_json(R"({"phase": "prefill", "dp": 8, "tp": 8, "batch": 2,
+                                                         "prompt_tokens": 2048})"));
+  const ProgramSet ps = lower_inference_step(s);
+  const Program& p = ps.stages.front();
+  const std::vector<OpId> up = named(p, "kv up", 3, 0, Pass::kForward);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(p.op(up.front()).n, 16 * (128 + 128));
+  EXPECT_EQ(p.op(up.front()).k, 512);
+  const std::vector<OpId> att = named(p, "prefill attention", 3, 0, Pass::kForward);
+  ASSERT_EQ(att.size(), 1u);
+  EXPECT_DOUBLE_EQ(p.op(att.front()).flops.value(), 2.0 * 16 * (192 + 128) * 2 * (2048.0 * 2049 / 2));
+  EXPECT_TRUE(named(p, "q absorb").empty());
 }
 
 }  // namespace

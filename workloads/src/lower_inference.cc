@@ -15,6 +15,15 @@
 // cache holds the KV heads, not the query heads). Every weight of the
 // replica's shard is read once per step at weight_dtype, so a small-batch
 // decode is bound by (weight bytes + KV bytes) / HBM bandwidth.
+// Multi-head latent attention (model.mla) caches each position's latent and
+// rotary key, whole on every tp rank, and runs as vLLM's and SGLang's MLA
+// backends do: prompt tokens bring their keys and values up from the
+// latent (the up projection) and attend 2·(d + r + d_v) FLOPs a pair and
+// head; decode tokens fold the key up projection into their queries (q_nope
+// · W_UK per head, into the latent's width), attend over the cached latents
+// as one shared key-value head (2·((kv_lora + r) + kv_lora) FLOPs a pair and
+// head; FlashMLA) and fold the value up projection into the output (· W_UV
+// per head). Cached context of a chunked prompt is taken as if decoded.
 // Mixture-of-experts layers read only the experts some token of the ep group
 // is routed to: E_local·(1 - (1 - top_k/E)^(T·ep)) of them in expectation
 // under uniform routing.
@@ -45,7 +54,8 @@ class InferenceLowering {
     t_ = p_.tp;
     a_ = m_.heads / t_;
     kv_ = m_.kv_heads >= t_ ? m_.kv_heads / t_ : 1;
-    d_ = m_.head_dim;
+    d_ = m_.qk_head_dim();
+    dv_ = m_.v_head_dim();
     h_ = m_.hidden;
     f_ = m_.ffn_hidden / t_;
     up_n_ = (m_.gated() ? 2 : 1) * f_;
@@ -149,21 +159,29 @@ class InferenceLowering {
   /// Prefill attention (flash: q, k, v read once, the output written) and
   /// decode attention (each sequence's whole cache read) of the iteration.
   OpId attention(int32_t L, OpId x) {
-    const double q = static_cast<double>(a_ * d_);
-    const double kvw = static_cast<double>(2 * kv_ * d_);
+    // Per pair and head, QK^T over the query-key width and AV over the
+    // value width; a cached position's elements (ModelSpec::kv_cache_values).
+    // MLA's decode attends in the latent's width (above).
+    const bool mla = m_.is_mla();
+    const int64_t latent = m_.mla.kv_lora_rank;
+    const double pair_width = static_cast<double>(a_ * (d_ + dv_));
+    const double decode_width = mla ? static_cast<double>(a_ * (2 * latent + m_.mla.qk_rope_head_dim)) : pair_width;
+    const int64_t decode_q = mla ? latent + m_.mla.qk_rope_head_dim : d_, decode_out = mla ? latent : dv_;
+    const double kvw = static_cast<double>(m_.kv_cache_values(t_));
     if (shape_.prefill_tokens > 0) {
       Op o = base("prefill attention", L, kCompute);
       o.compute = ComputeKind::kAttention;
       o.dtype = DType::kBf16;
-      // Causal: each prompt of s tokens has s(s+1)/2 query-key pairs, 4·head_dim
-      // FLOPs each per head (QK^T and AV); prefill_pairs sums them.
-      o.flops = Flops(4.0 * q * static_cast<double>(shape_.prefill_pairs));
+      // Causal: each prompt of s tokens has s(s+1)/2 query-key pairs, 2·(qk
+      // + v widths) FLOPs each per head (QK^T and AV; 4·head_dim without
+      // MLA); prefill_pairs sums them.
+      o.flops = Flops(2.0 * pair_width * static_cast<double>(shape_.prefill_pairs));
       o.model_flops = o.flops;
       o.m = shape_.prefill_tokens;
       o.n = shape_.prefill_tokens;
       o.k = a_ * d_;
-      o.bytes_read = Bytes(shape_.prefill_tokens * (a_ + 2 * kv_) * d_ * kAct);
-      o.bytes_written = Bytes(shape_.prefill_tokens * a_ * d_ * kAct);
+      o.bytes_read = Bytes(shape_.prefill_tokens * (a_ * d_ + kv_ * (d_ + dv_)) * kAct);
+      o.bytes_written = Bytes(shape_.prefill_tokens * a_ * dv_ * kAct);
       x = b_.add(o, {x});
     }
     if (shape_.decode_sequences > 0) {
@@ -178,29 +196,68 @@ class InferenceLowering {
       const double pairs = static_cast<double>(t) * static_cast<double>(shape_.decode_context) +
                            seqs * static_cast<double>(t * (t + 1) / 2);
       const double positions = static_cast<double>(shape_.decode_context) + seqs * static_cast<double>(t);
-      o.flops = Flops(4.0 * q * pairs);
+      o.flops = Flops(2.0 * decode_width * pairs);
       o.model_flops = o.flops;
       o.m = t;
       o.n = std::max<int64_t>(1, static_cast<int64_t>(positions / seqs));
-      o.k = a_ * d_;
+      o.k = a_ * decode_q;
       o.batch = shape_.decode_sequences;
-      o.bytes_read = Bytes(static_cast<int64_t>(positions * kvw) * kvb_ + shape_.decode_sequences * t * a_ * d_ * kAct);
-      o.bytes_written = Bytes(shape_.decode_sequences * t * a_ * d_ * kAct);
+      o.bytes_read =
+          Bytes(static_cast<int64_t>(positions * kvw) * kvb_ + shape_.decode_sequences * t * a_ * decode_q * kAct);
+      o.bytes_written = Bytes(shape_.decode_sequences * t * a_ * decode_out * kAct);
       x = b_.add(o, {x});
     }
     return x;
   }
 
+  /// MLA's projections of the iteration's tokens (lower_inference.cc,
+  /// top): the queries down, normed and up (or straight), the keys' and
+  /// values' latent and rotary key down and normed (the down projections
+  /// whole on every tp rank), the rotation and the latent appended to the
+  /// cache; prompt tokens' keys and values up from the latent; decode
+  /// tokens' key up projection folded into their queries.
+  OpId mla_projections(int32_t L, OpId x) {
+    const int64_t ql = m_.mla.q_lora_rank, latent = m_.mla.kv_lora_rank, rope = m_.mla.qk_rope_head_dim;
+    const int64_t nope = m_.head_dim;
+    const double duplicated = 1.0 / static_cast<double>(t_);
+    OpId q = x;
+    if (ql > 0) {
+      q = matmul("q down", L, T_, ql, h_, {x}, duplicated);
+      q = mem(ComputeKind::kNorm, "q latent norm", L, T_ * ql * kAct, T_ * ql * kAct, 5.0 * T_ * ql, {q});
+      q = matmul("q up", L, T_, a_ * d_, ql, {q});
+    } else {
+      q = matmul("q proj", L, T_, a_ * d_, h_, {x});
+    }
+    OpId kv = matmul("kv down", L, T_, latent + rope, h_, {q}, duplicated);
+    kv = mem(ComputeKind::kNorm, "kv latent norm", L, T_ * latent * kAct, T_ * latent * kAct, 5.0 * T_ * latent, {kv});
+    x = mem(ComputeKind::kElementwise, "rope + latent append", L, T_ * (a_ * d_ + latent + rope) * kAct,
+            T_ * a_ * d_ * kAct + T_ * (latent + rope) * kvb_, 6.0 * T_ * (a_ + 1) * rope, {kv});
+    if (shape_.prefill_tokens > 0) {
+      x = matmul("kv up", L, shape_.prefill_tokens, a_ * (nope + dv_), latent, {x});
+    }
+    const int64_t decode = shape_.decode_sequences * shape_.decode_tokens;
+    if (decode > 0) x = matmul("q absorb", L, decode, latent, nope, {x}, 1.0, a_, a_);
+    return x;
+  }
+
   OpId layer(int32_t L, OpId x) {
     x = mem(ComputeKind::kNorm, "attn norm", L, T_ * h_ * kAct, T_ * h_ * kAct, 5.0 * T_ * h_, {x});
-    const double qkv_fraction =
-        static_cast<double>(m_.heads + 2 * m_.kv_heads) / static_cast<double>(t_ * (a_ + 2 * kv_));
-    x = matmul("qkv", L, T_, (a_ + 2 * kv_) * d_, h_, {x}, qkv_fraction);
-    // RoPE on q and k, and the new K and V appended to the cache.
-    x = mem(ComputeKind::kElementwise, "rope + kv append", L, T_ * (a_ + 2 * kv_) * d_ * kAct,
-            T_ * a_ * d_ * kAct + T_ * 2 * kv_ * d_ * kvb_, 6.0 * T_ * (a_ + kv_) * d_, {x});
+    if (m_.is_mla()) {
+      x = mla_projections(L, x);
+    } else {
+      const double qkv_fraction =
+          static_cast<double>(m_.heads + 2 * m_.kv_heads) / static_cast<double>(t_ * (a_ + 2 * kv_));
+      x = matmul("qkv", L, T_, (a_ + 2 * kv_) * d_, h_, {x}, qkv_fraction);
+      // RoPE on q and k, and the new K and V appended to the cache.
+      x = mem(ComputeKind::kElementwise, "rope + kv append", L, T_ * (a_ + 2 * kv_) * d_ * kAct,
+              T_ * a_ * d_ * kAct + T_ * 2 * kv_ * d_ * kvb_, 6.0 * T_ * (a_ + kv_) * d_, {x});
+    }
     x = attention(L, x);
-    x = matmul("attn out", L, T_, h_, a_ * d_, {x});
+    // MLA's decode tokens bring their outputs from the latent's width to
+    // each value head (the value up projection folded in).
+    const int64_t decode = shape_.decode_sequences * shape_.decode_tokens;
+    if (m_.is_mla() && decode > 0) x = matmul("v absorb", L, decode, dv_, m_.mla.kv_lora_rank, {x}, 1.0, a_, a_);
+    x = matmul("attn out", L, T_, h_, a_ * dv_, {x});
     x = all_reduce("attn all-reduce", L, x);
     x = mem(ComputeKind::kNorm, "mlp norm", L, T_ * h_ * kAct, T_ * h_ * kAct, 5.0 * T_ * h_, {x});
     if (m_.is_moe_layer(L)) return moe(L, x);
@@ -255,7 +312,7 @@ class InferenceLowering {
   const IterationShape& shape_;
   const ChunkLayout& layout_;
   int64_t stage_;
-  int64_t logits_rows_ = 1, T_ = 1, t_ = 1, a_ = 1, kv_ = 1, d_ = 1, h_ = 1, f_ = 1, up_n_ = 1, v_ = 1;
+  int64_t logits_rows_ = 1, T_ = 1, t_ = 1, a_ = 1, kv_ = 1, d_ = 1, dv_ = 1, h_ = 1, f_ = 1, up_n_ = 1, v_ = 1;
   int64_t wb_ = 2, kvb_ = 2;
   ProgramBuilder b_;
 };

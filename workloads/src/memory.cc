@@ -358,6 +358,7 @@ namespace shardsim {
 // Inference: the replica's weight shard at weight_dtype (every expert of the
 // device's ep share), the KV cache of the batch (each layer of the stage
 // keeps 2·kv_heads/tp·head_dim elements per cached position at kv_dtype,
+// under MLA the latent and the rotary key, ModelSpec::kv_cache_values;
 // context + the new token), the activations of one layer in flight (prefill:
 // the whole prompt batch's widest tensors; decode: negligible) and the
 // logits of the last positions in fp32.
@@ -380,7 +381,6 @@ MemoryReport inference_stage_memory(const Scenario& s, int64_t stage) {
   // (lower_inference.cc), as vLLM and TensorRT-LLM do by default.
   const DeviceParams dp = device_params(m, p.tp, p.ep, p.seq_len, p.tp);
   const int64_t t = p.tp;
-  const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
   const int64_t positions = p.seq_len + (p.phase == Phase::kDecode ? 1 : 0);
   const int64_t T = p.phase == Phase::kPrefill ? p.microbatch_size * p.seq_len : p.microbatch_size;
   {
@@ -402,9 +402,9 @@ MemoryReport inference_stage_memory(const Scenario& s, int64_t stage) {
     r.capacity_bytes = s.cluster.chip.hbm_capacity.value();
     auto add = [&](const char* name, int64_t b) { r.components.push_back({name, b}); };
     add("weights", params * dtype_bytes(p.weight_dtype) + bf16_params * 2);
-    add("kv_cache", layers * p.microbatch_size * positions * 2 * kv * m.head_dim * dtype_bytes(p.kv_dtype));
-    const int64_t widest =
-        std::max({m.hidden * 4, (m.heads / t + 2 * kv) * m.head_dim * 2, (m.gated() ? 3 : 2) * (m.ffn_hidden / t)});
+    add("kv_cache", layers * p.microbatch_size * positions * m.kv_cache_values(t) * dtype_bytes(p.kv_dtype));
+    const int64_t widest = std::max({m.hidden * 4, ((m.heads / t) * m.qk_head_dim() + m.kv_cache_values(t)) * 2,
+                                     (m.gated() ? 3 : 2) * (m.ffn_hidden / t)});
     add("activations", T * widest * 2);
     add("logits", head ? p.microbatch_size * (padded_vocab(m, t) / t) * 4 : 0);
     for (const auto& c : r.components) r.peak_bytes_per_device += c.bytes;

@@ -190,11 +190,6 @@ Plan parse_inference_plan(ObjectReader& r, Phase phase, const ModelSpec& m, cons
   Plan p = detail::read_plan_fields(r, phase, serving);
   const char* len_key = phase == Phase::kPrefill ? "prompt_tokens" : "context_tokens";
   r.done();
-  if (m.is_mla()) {
-    r.fail("phase",
-           "multi-head latent attention (model.mla) is modelled for training only: inference would need its "
-           "latent KV cache and absorbed attention, not modelled; use a GQA stand-in (the deepseek-v3 preset)");
-  }
   if (p.weight_dtype == DType::kFp8 && c.chip.fp8_peak.value() <= 0) {
     r.fail("weight_dtype", "chip " + c.chip.name + " has no fp8 matmul; use int8 (weight-only) or bf16");
   }

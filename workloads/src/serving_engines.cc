@@ -108,11 +108,12 @@ ServingSpec serving_engine_defaults(const std::string& engine, const ChipSpec& c
 TrtllmLimits trtllm_bench_limits(const ModelSpec& m, const ChipSpec& chip, const Plan& plan, DType weight_dtype,
                                  DType kv_dtype, double isl, double osl, double kv_fraction) {
   // calc_engine_setting: bytes of K and V per token over every layer (KV
-  // heads replicated up to tp), and requests of isl + osl tokens that fit in
-  // the fraction of the memory the weights leave, on all the GPUs.
+  // heads replicated up to tp; MLA's latent on every tp rank), and requests
+  // of isl + osl tokens that fit in the fraction of the memory the weights
+  // leave, on all the GPUs.
   const double gpus = static_cast<double>(plan.tp * plan.pp);
-  const double per_token = 2.0 * static_cast<double>(m.layers) *
-                           static_cast<double>(std::max(plan.tp, m.kv_heads) * m.head_dim) * dtype_bytes(kv_dtype);
+  const double per_token =
+      static_cast<double>(m.layers) * static_cast<double>(plan.tp * m.kv_cache_values(plan.tp)) * dtype_bytes(kv_dtype);
   const double weights = static_cast<double>(count_params(m).total()) * dtype_bytes(weight_dtype);
   const double available = static_cast<double>(chip.hbm_capacity.value()) * gpus - weights;
   const double requests = std::max(0.0, available * kv_fraction / (per_token * (isl + osl)));

@@ -86,6 +86,14 @@ struct ModelSpec {
   double attention_flops_per_pair() const {
     return 2.0 * static_cast<double>(heads) * static_cast<double>(qk_head_dim() + v_head_dim());
   }
+  /// Elements one cached position keeps per layer on each of tp ranks: K
+  /// and V of the KV heads the rank holds (at least one: a head replicated
+  /// when tp exceeds them); under MLA the latent and the shared rotary key,
+  /// which every rank keeps whole.
+  int64_t kv_cache_values(int64_t tp) const {
+    if (is_mla()) return mla.kv_lora_rank + mla.qk_rope_head_dim;
+    return 2 * (kv_heads >= tp ? kv_heads / tp : 1) * head_dim;
+  }
   bool gated() const { return mlp == MlpKind::kSwiglu || mlp == MlpKind::kGeglu; }
   /// Whether `layer` attends through a sliding window.
   bool windowed(int64_t layer) const {
