@@ -59,8 +59,8 @@ Rules applied to every row
 * Models: inline for every row, vocabulary as the run's tokenizer/config had it before framework padding
   (shardsim pads to 128*tp itself). Proxy models use the proxy's layer count. DeepSeek-V3 and Kimi K2 run
   multi-head latent attention (model.mla, MLA_V3); attention sinks, soft-capping, parallel attention/MLP
-  blocks, relative position biases, iota embeddings, vocab tiling and fusion choices beyond torch.compile on/off are not expressible and are named in the model source or the
-  assumptions.
+  blocks, relative position biases, iota embeddings, vocab tiling and fusion choices beyond torch.compile
+  on/off are not expressible and are named in the model source or the assumptions.
 * Chips and fabrics: see HARDWARE and TPU_SLICES; every NIC figure is per GPU, one way (400 Gb/s = 50 GB/s);
   8 GPUs per node, or all of them for the 2- and 4-GPU rows; GB200 rows: NVLink domains of 4 x NeMo's Slurm
   --segment (64 GPUs for the DGXC runs), the tt_nvfp4 rows one 4-GPU domain on a gb200 whose memory is the
