@@ -23,7 +23,8 @@
 // · W_UK per head, into the latent's width), attend over the cached latents
 // as one shared key-value head (2·((kv_lora + r) + kv_lora) FLOPs a pair and
 // head; FlashMLA) and fold the value up projection into the output (· W_UV
-// per head). Cached context of a chunked prompt is taken as if decoded.
+// per head). A chunked prompt attends its cached context at the expanded
+// width; bringing that context up from the latent again is not charged.
 // Mixture-of-experts layers read only the experts some token of the ep group
 // is routed to: E_local·(1 - (1 - top_k/E)^(T·ep)) of them in expectation
 // under uniform routing.
