@@ -102,6 +102,19 @@ TEST(Mla, LatentsAreProjectedDownNormedAndUpAndBack) {
   EXPECT_TRUE(named(p, "qkv").empty());
 }
 
+TEST(Mla, UnderUserbuffersTheAttentionGatherStaysACollective) {
+  // The down projections read the plain gathered norm output; the dense
+  // MLP's projections still gather theirs in a ring (t - 1 steps).
+  const Scenario s =
+      testing::scenario(scenario_json(R"({"dp": 32, "tp": 2, "sequence_parallel": true, "global_batch": 32,
+                                          "seq_len": 4096, "tp_comm_overlap": true})"),
+                        {{"model.layers", "2"}, {"model.moe.first_dense_layers", "1"}});
+  const Program p = stage0(s);
+  EXPECT_EQ(named(p, "attn all-gather", 0, 0, Pass::kForward).size(), 1u);
+  EXPECT_EQ(named(p, "tp ring send", 0, 0, Pass::kForward).size(), 1u);
+  EXPECT_TRUE(named(p, "mlp all-gather", 0, 0, Pass::kForward).empty());
+}
+
 TEST(Mla, StepFlopsMatchTheClosedForm) {
   for (const char* plan :
        {R"({"dp": 64, "global_batch": 64, "seq_len": 4096})",

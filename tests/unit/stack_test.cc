@@ -217,6 +217,36 @@ TEST(StackMechanisms, TpCommOverlapRingExchangesAndPipelinedReduceScatter) {
   EXPECT_LE(step_time(on), step_time(off));
 }
 
+// Every projection that reads a gathered norm output shares its ring, fused
+// or not: separate q, k, v and gate, up GEMMs (torchtitan under async TP) and
+// a GeLU MLP's single up projection gather their input as Megatron-Core's
+// fused qkv does (the gathers were dropped for them before); under MLA the
+// attention norm's gather stays a collective.
+TEST(StackMechanisms, TpCommOverlapGathersUnderEveryProjection) {
+  const int64_t t = 8, T = 8192, h = 4096;
+  struct Case {
+    const char* name;
+    std::vector<Override> sets;
+    int64_t rings;  // gathers forward, per layer and microbatch
+    bool attn_collective;
+  };
+  const std::vector<Override> base = {{"model.layers", "2"}, {"plan.tp_comm_overlap", "true"}};
+  for (const Case& c : {Case{"fused", {}, 2, false}, Case{"torchtitan", {{"plan.framework", "torchtitan"}}, 2, false},
+                        Case{"gelu", {{"model.mlp", "gelu"}}, 2, false}}) {
+    const Program p = stage0(testing::scenario(kTp8, with(base, c.sets)));
+    const std::vector<OpId> fwd = named(p, "tp ring send", 0, 0, Pass::kForward);
+    EXPECT_EQ(static_cast<int64_t>(fwd.size()), c.rings * (t - 1)) << c.name;
+    EXPECT_EQ(comm_bytes(p, fwd), c.rings * (t - 1) * (T * h * 2) / t) << c.name;
+    EXPECT_EQ(named(p, "attn all-gather", 0, 0, Pass::kForward).empty(), !c.attn_collective) << c.name;
+    EXPECT_TRUE(named(p, "mlp all-gather", 0, 0, Pass::kForward).empty()) << c.name;
+  }
+  // torchtitan: each projection in t chunks, each chunk after its shard.
+  const Program titan = stage0(testing::scenario(kTp8, with(base, {{"plan.framework", "torchtitan"}})));
+  for (const char* gemm : {"q proj", "k proj", "v proj", "mlp gate", "mlp up"}) {
+    EXPECT_EQ(static_cast<int64_t>(named(titan, gemm, 0, 0, Pass::kForward).size()), t) << gemm;
+  }
+}
+
 // tp_comm_overlap_sms is documented (plan.h) as the SMs a pipelined
 // reduce-scatter holds beside its GEMM: fewer SMs held, less compute slowed.
 TEST(StackMechanisms, TpCommOverlapSmsChangesTheStep) {

@@ -298,7 +298,17 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
 // lowering's dependencies already let them.
 OpId StageLowering::ub_gather_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
                                      const std::vector<OpId>& deps, double model_fraction, OpId& last_recv) {
+  return ub_gather_matmuls({RingGemm{name, n, model_fraction}}, L, pass, m, k, deps, last_recv).back();
+}
+
+// The projections that read one gathered norm output share its ring: each
+// shard, as it arrives, is multiplied by every one of them (userbuffers with
+// a fused GEMM; PyTorch's async TP, whose micro-pipeline pass gives
+// fused_all_gather_matmul every matmul of the gathered tensor).
+std::vector<OpId> StageLowering::ub_gather_matmuls(const std::vector<RingGemm>& gemms, int32_t L, Pass pass, int64_t m,
+                                                   int64_t k, const std::vector<OpId>& deps, OpId& last_recv) {
   const int64_t shard_bytes = T_ / t_ * h_ * kAct;
+  std::vector<OpId> last(gemms.size(), kNone);
   OpId have = kNone, x = kNone;
   for (int64_t i = 0; i < t_; ++i) {
     OpId next = kNone;
@@ -308,10 +318,24 @@ OpId StageLowering::ub_gather_matmul(std::string_view name, int32_t L, Pass pass
                            /*holds_sms=*/false);
       last_recv = next;
     }
-    x = matmul(name, L, pass, m / t_, n, k, i == 0 ? deps : std::vector<OpId>{x, have}, model_fraction);
+    for (size_t j = 0; j < gemms.size(); ++j) {
+      const std::vector<OpId> after = i == 0 && j == 0 ? deps
+                                      : j == 0         ? std::vector<OpId>{x, have}
+                                                       : std::vector<OpId>{x};
+      x = matmul(gemms[j].name, L, pass, m / t_, gemms[j].n, k, after, gemms[j].model_fraction);
+      last[j] = x;
+    }
     have = next;
   }
-  return x;
+  return last;
+}
+
+NodeSet StageLowering::ring_group(const LayerGraph& g, Node n) const {
+  const NodeSet qkv = nodes({Node::kQ, Node::kK, Node::kV}) & g.present_nodes();
+  const NodeSet mlp_in = nodes({Node::kGate, Node::kUp}) & g.present_nodes();
+  if (n == Node::kQ && !m_.is_mla() && g.present(Node::kAg1)) return qkv;
+  if (g.present(Node::kAg2) && n == (g.present(Node::kGate) ? Node::kGate : Node::kUp)) return mlp_in;
+  return {};
 }
 
 OpId StageLowering::ub_matmul_scatter(std::string_view name, std::string_view rs_name, int32_t L, Pass pass, int64_t m,
@@ -552,8 +576,11 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
   for (int i = 1; i < kNodes; ++i) {
     const auto n = static_cast<Node>(i);
     if (!emit.test(idx(n)) || ops[n] != kNone) continue;
-    // A fused kernel (q, k, v; gate and up) is one op for all its nodes.
-    const NodeSet kernel = g.fused_with(n);
+    // A fused kernel (q, k, v; gate and up) is one op for all its nodes;
+    // the projections of one ring-gathered input are emitted together.
+    const bool ub = userbuffers() && pass == Pass::kForward;
+    const NodeSet ring = ub ? ring_group(g, n) : NodeSet{};
+    const NodeSet kernel = ring.any() ? ring : g.fused_with(n);
     std::vector<OpId> deps;
     int64_t alloc = 0;
     for (int j = 0; j < kNodes; ++j) {
@@ -573,19 +600,40 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
       if (pass == Pass::kForward && !rp.offloaded.test(idx(Node::kIn))) alloc += g.bytes(Node::kIn);  // its checkpoint
       first = false;
     }
-    if (linear_shape(n).in > 0) deps = fp8_forward_casts(n, L, pass, deps);
+    if (ring.any() && g.fused_with(n).count() == 1) {
+      // Each projection of the group quantises its input and weight.
+      for (Node member : {Node::kQ, Node::kK, Node::kV, Node::kGate, Node::kUp}) {
+        if (ring.test(idx(member)) && linear_shape(member).in > 0) deps = fp8_forward_casts(member, L, pass, deps);
+      }
+    } else if (linear_shape(n).in > 0) {
+      deps = fp8_forward_casts(n, L, pass, deps);
+    }
     OpId op;
-    const bool ub = userbuffers() && pass == Pass::kForward;
-    if (ub && (n == Node::kAg1 || n == Node::kAg2 || n == Node::kRs1 || n == Node::kRs2)) {
+    // Under MLA the attention norm's gather stays a collective: the down
+    // projections that read it are not userbuffers GEMMs.
+    const bool folded_gather = n == Node::kAg2 || (n == Node::kAg1 && !m_.is_mla());
+    if (ub && (folded_gather || n == Node::kRs1 || n == Node::kRs2)) {
       // Folded into the GEMM before or after it (below).
       op = deps.empty() ? in : deps.front();
-    } else if (ub && (n == Node::kQ || n == Node::kGate || n == Node::kUp) && g.fused_with(n).count() > 1) {
-      // The gather of the norm output runs as a ring exchange under the GEMM.
+    } else if (ring.any()) {
+      // The gather of the norm output runs as a ring exchange under the
+      // GEMMs that read it: one fused GEMM, or each projection's.
       OpId gathered = kNone;
-      const bool qkv = n == Node::kQ;
-      op = ub_gather_matmul(qkv ? "qkv" : "mlp up", L, pass, T_, qkv ? (a_ + 2 * kv_) * d_ : up_n_, h_, deps,
-                            qkv ? qkv_model_fraction() : 1.0, gathered);
-      ops.op[idx(qkv ? Node::kAg1 : Node::kAg2)] = gathered;
+      const bool attn = n == Node::kQ;
+      std::vector<RingGemm> gemms;
+      if (g.fused_with(n).count() > 1) {
+        gemms.push_back(attn ? RingGemm{"qkv", (a_ + 2 * kv_) * d_, qkv_model_fraction()}
+                             : RingGemm{"mlp up", up_n_, 1.0});
+      } else if (attn) {
+        gemms = {{"q proj", a_ * d_, 1.0},
+                 {"k proj", kv_ * d_, kv_model_fraction()},
+                 {"v proj", kv_ * d_, kv_model_fraction()}};
+      } else {
+        if (g.present(Node::kGate)) gemms.push_back({"mlp gate", f_, 1.0});
+        gemms.push_back({"mlp up", f_, 1.0});
+      }
+      op = ub_gather_matmuls(gemms, L, pass, T_, h_, deps, gathered).back();
+      ops.op[idx(attn ? Node::kAg1 : Node::kAg2)] = gathered;
     } else if (ub && (n == Node::kProj || n == Node::kDown)) {
       const bool proj = n == Node::kProj;
       op = ub_matmul_scatter(proj ? "attn out" : "mlp down", proj ? "attn reduce-scatter" : "mlp reduce-scatter", L,

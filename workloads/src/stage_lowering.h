@@ -632,6 +632,23 @@ class StageLowering {
   /// receive after which the whole gathered tensor is present.
   OpId ub_gather_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
                         const std::vector<OpId>& deps, double model_fraction, OpId& last_recv);
+  /// One GEMM of those that read a ring-gathered input: its name, output
+  /// width and model share.
+  struct RingGemm {
+    std::string_view name;
+    int64_t n;
+    double model_fraction;
+  };
+  /// The ring exchange of an input under every GEMM that reads it, each
+  /// shard multiplied by all of them as it arrives; returns each GEMM's last
+  /// chunk.
+  std::vector<OpId> ub_gather_matmuls(const std::vector<RingGemm>& gemms, int32_t L, Pass pass, int64_t m, int64_t k,
+                                      const std::vector<OpId>& deps, OpId& last_recv);
+  /// Forward nodes whose GEMMs read a norm output gathered by a ring
+  /// exchange under userbuffers (or PyTorch's async TP), emitted together at
+  /// the first of them: q, k, v (not under MLA, whose down projections read
+  /// the plain gathered input) and the MLP's gate and up. Empty for others.
+  NodeSet ring_group(const LayerGraph& g, Node n) const;
   /// A GEMM whose output is reduce-scattered over tp in pipelined chunks
   /// (userbuffers' pipeline method): the GEMM runs in tp_comm_chunks chunks
   /// and each chunk's reduce-scatter (holding tp_comm_overlap_sms SMs)
