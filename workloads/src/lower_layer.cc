@@ -178,50 +178,6 @@ RecomputeSpec recompute_spec(const Plan& p, bool bf16_layer) {
   return r;
 }
 
-// Multi-head latent attention (ModelSpec::mla; DeepSeek-V2, arXiv
-// 2405.04434, section 2.1): the queries and the keys and values are
-// projected down to latents, normed, and projected up per head. The down
-// projections are small and every tp rank runs them whole on the gathered
-// sequence (Megatron-Core's MLA duplicates them): a tp-th of each is model
-// work. The keys' rotary part comes down with their latent and is shared by
-// every head (rope_op broadcasts it).
-OpId StageLowering::mla_down(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
-  const bool q = n == Node::kQa;
-  const int64_t latent = q ? m_.mla.q_lora_rank : m_.mla.kv_lora_rank;
-  const int64_t width = latent + (q ? 0 : m_.mla.qk_rope_head_dim);
-  const OpId x = matmul(q ? "q down" : "kv down", L, pass, T_, width, h_, deps, 1.0 / static_cast<double>(t_));
-  return b_.add(norm_op(q ? "q latent norm" : "kv latent norm", L, pass, eager(), T_, latent), {x});
-}
-
-void StageLowering::mla_backward(int32_t L, OpId x, const LayerOps& rec, Node ln1_out, OpId& dg, OpId& wg) {
-  const Pass pass = Pass::kBackward;
-  const int64_t ql = m_.mla.q_lora_rank, kvl = m_.mla.kv_lora_rank;
-  const int64_t kv_n = a_ * (m_.head_dim + dv_), kv_down = kvl + m_.mla.qk_rope_head_dim;
-  const double duplicated = 1.0 / static_cast<double>(t_);
-  // Keys and values: the up projection, the latent's norm, the down one.
-  const OpId k = fp8_backward_casts(Node::kK, L, x);
-  OpId kd = matmul("kv up dgrad", L, pass, T_, kvl, kv_n, {k});
-  matmul("kv up wgrad", L, pass, kvl, kv_n, T_, {k, rec[Node::kKva]}, 1.0, 1, Operands::kWeightGrad);
-  kd = b_.add(norm_op("kv latent norm", L, pass, eager(), T_, kvl), {kd});
-  kd = fp8_backward_casts(Node::kKva, L, kd);
-  const OpId dk = matmul("kv down dgrad", L, pass, T_, h_, kv_down, {kd}, duplicated);
-  const OpId wk =
-      matmul("kv down wgrad", L, pass, h_, kv_down, T_, {kd, rec[ln1_out]}, duplicated, 1, Operands::kWeightGrad);
-  // Queries: from their latent, or from the hidden state.
-  const OpId q = fp8_backward_casts(Node::kQ, L, x);
-  if (ql == 0) {
-    dg = matmul("q proj dgrad", L, pass, T_, h_, a_ * d_, {q, dk});
-    wg = matmul("q proj wgrad", L, pass, h_, a_ * d_, T_, {q, rec[ln1_out], wk}, 1.0, 1, Operands::kWeightGrad);
-    return;
-  }
-  OpId qd = matmul("q up dgrad", L, pass, T_, ql, a_ * d_, {q});
-  matmul("q up wgrad", L, pass, ql, a_ * d_, T_, {q, rec[Node::kQa]}, 1.0, 1, Operands::kWeightGrad);
-  qd = b_.add(norm_op("q latent norm", L, pass, eager(), T_, ql), {qd});
-  qd = fp8_backward_casts(Node::kQa, L, qd);
-  dg = matmul("q down dgrad", L, pass, T_, h_, ql, {qd, dk}, duplicated);
-  wg = matmul("q down wgrad", L, pass, h_, ql, T_, {qd, rec[ln1_out], wk}, duplicated, 1, Operands::kWeightGrad);
-}
-
 OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
   const bool fused_qkv = graph(L).fused_with(Node::kQ).count() > 1;
   const bool fused_up = graph(L).fused_with(Node::kGate).count() > 1;
@@ -284,73 +240,6 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
   }
   SHARDSIM_ASSERT(false, "a layer node has an op");
   return kNone;
-}
-
-// Transformer Engine's userbuffers (TransformerEngine
-// transformer_engine/pytorch/module/base.py, initialize_ub; Megatron-Core
-// tp_comm_overlap): the column-parallel GEMMs' input all-gather is a ring
-// exchange over copy engines, each step's shard consumed by a GEMM chunk;
-// the row-parallel GEMMs' reduce-scatter is split in chunks (4 by default)
-// that overlap the GEMM's later chunks on a few SMs; in backward the
-// output-gradient gather before the row-parallel dgrad is a ring exchange
-// too, and the input re-gather and dgrad reduce-scatter of the
-// column-parallel layers overlap the GEMMs beside them ("bulk"), as the
-// lowering's dependencies already let them.
-OpId StageLowering::ub_gather_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
-                                     const std::vector<OpId>& deps, double model_fraction, OpId& last_recv) {
-  return ub_gather_matmuls({RingGemm{name, n, model_fraction}}, L, pass, m, k, deps, last_recv).back();
-}
-
-// The projections that read one gathered norm output share its ring: each
-// shard, as it arrives, is multiplied by every one of them (userbuffers with
-// a fused GEMM; PyTorch's async TP, whose micro-pipeline pass gives
-// fused_all_gather_matmul every matmul of the gathered tensor).
-std::vector<OpId> StageLowering::ub_gather_matmuls(const std::vector<RingGemm>& gemms, int32_t L, Pass pass, int64_t m,
-                                                   int64_t k, const std::vector<OpId>& deps, OpId& last_recv) {
-  const int64_t shard_bytes = T_ / t_ * h_ * kAct;
-  std::vector<OpId> last(gemms.size(), kNone);
-  OpId have = kNone, x = kNone;
-  for (int64_t i = 0; i < t_; ++i) {
-    OpId next = kNone;
-    if (i + 1 < t_) {
-      next = ring_exchange("tp ring send", "tp ring recv", L, pass, MeshAxis::kTp, TrainStreams::kTpSend,
-                           TrainStreams::kTpRecv, shard_bytes, i == 0 ? deps : std::vector<OpId>{have},
-                           /*holds_sms=*/false);
-      last_recv = next;
-    }
-    for (size_t j = 0; j < gemms.size(); ++j) {
-      const std::vector<OpId> after = i == 0 && j == 0 ? deps
-                                      : j == 0         ? std::vector<OpId>{x, have}
-                                                       : std::vector<OpId>{x};
-      x = matmul(gemms[j].name, L, pass, m / t_, gemms[j].n, k, after, gemms[j].model_fraction);
-      last[j] = x;
-    }
-    have = next;
-  }
-  return last;
-}
-
-NodeSet StageLowering::ring_group(const LayerGraph& g, Node n) const {
-  const NodeSet qkv = nodes({Node::kQ, Node::kK, Node::kV}) & g.present_nodes();
-  const NodeSet mlp_in = nodes({Node::kGate, Node::kUp}) & g.present_nodes();
-  if (n == Node::kQ && !m_.is_mla() && g.present(Node::kAg1)) return qkv;
-  if (g.present(Node::kAg2) && n == (g.present(Node::kGate) ? Node::kGate : Node::kUp)) return mlp_in;
-  return {};
-}
-
-OpId StageLowering::ub_matmul_scatter(std::string_view name, std::string_view rs_name, int32_t L, Pass pass, int64_t m,
-                                      int64_t n, int64_t k, const std::vector<OpId>& deps) {
-  constexpr int64_t kChunks = 4;  // TE's num_splits for the pipeline method
-  OpId x = kNone, rs = kNone;
-  for (int64_t i = 0; i < kChunks; ++i) {
-    x = matmul(name, L, pass, m / kChunks, n, k, i == 0 ? deps : std::vector<OpId>{x});
-    rs = collective(CollectiveKind::kReduceScatter, kTpAxis, kTpS, rs_name, L, pass, T_ / kChunks * h_ * kAct,
-                    DType::kBf16, {x});
-    // userbuffers' reduce-scatter kernels run on tp_comm_overlap_sms SMs
-    // (Megatron-Core's default 16 for the pipelined split), not NCCL's.
-    if (p_.tp_comm_overlap_sms > 0) b_.op(rs).sms = static_cast<uint16_t>(p_.tp_comm_overlap_sms);
-  }
-  return rs;
 }
 
 // fp8 quantisation kernels, by recipe (memory-bound; bytes per element of
