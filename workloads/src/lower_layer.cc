@@ -179,8 +179,10 @@ RecomputeSpec recompute_spec(const Plan& p, bool bf16_layer) {
 }
 
 OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
-  const bool fused_qkv = graph(L).fused_with(Node::kQ).count() > 1;
-  const bool fused_up = graph(L).fused_with(Node::kGate).count() > 1;
+  auto project = [&](Node p) {
+    const RingGemm g = projection(p);
+    return matmul(g.name, L, pass, T_, g.n, h_, deps, g.model_fraction);
+  };
   switch (n) {
     case Node::kLn1:
       return b_.add(norm_op("attn norm", L, pass), deps);
@@ -191,16 +193,17 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
     case Node::kKva:
       return mla_down(n, L, pass, deps);
     case Node::kQ:
-      if (fused_qkv) return matmul("qkv", L, pass, T_, (a_ + 2 * kv_) * d_, h_, deps, qkv_model_fraction());
       if (m_.is_mla() && m_.mla.q_lora_rank > 0) return matmul("q up", L, pass, T_, a_ * d_, m_.mla.q_lora_rank, deps);
-      return matmul("q proj", L, pass, T_, a_ * d_, h_, deps);
+      return project(n);
     case Node::kK:
       // MLA: each head's key (less the shared rotary part) and value, up from
       // the latent in one GEMM.
       if (m_.is_mla()) return matmul("kv up", L, pass, T_, a_ * (m_.head_dim + dv_), m_.mla.kv_lora_rank, deps);
-      return matmul("k proj", L, pass, T_, kv_ * d_, h_, deps, kv_model_fraction());
+      return project(n);
     case Node::kV:
-      return matmul("v proj", L, pass, T_, kv_ * d_, h_, deps, kv_model_fraction());
+    case Node::kGate:
+    case Node::kUp:
+      return project(n);
     case Node::kRope:
       return rope_op(L, pass, deps);
     case Node::kScores:
@@ -223,11 +226,6 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
     case Node::kAg2:
       return collective(CollectiveKind::kAllGather, kTpAxis, kTpS, "mlp all-gather", L, pass, T_ * h_ * kAct,
                         DType::kBf16, deps);
-    case Node::kGate:
-      if (fused_up) return matmul("mlp up", L, pass, T_, up_n_, h_, deps);
-      return matmul("mlp gate", L, pass, T_, f_, h_, deps);
-    case Node::kUp:
-      return matmul("mlp up", L, pass, T_, f_, h_, deps);
     case Node::kAct:
       return act_op(L, pass, deps);
     case Node::kDown:
@@ -489,13 +487,18 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
       if (pass == Pass::kForward && !rp.offloaded.test(idx(Node::kIn))) alloc += g.bytes(Node::kIn);  // its checkpoint
       first = false;
     }
-    if (ring.any() && g.fused_with(n).count() == 1) {
-      // Each projection of the group quantises its input and weight.
-      for (Node member : {Node::kQ, Node::kK, Node::kV, Node::kGate, Node::kUp}) {
-        if (ring.test(idx(member)) && linear_shape(member).in > 0) deps = fp8_forward_casts(member, L, pass, deps);
-      }
-    } else if (linear_shape(n).in > 0) {
-      deps = fp8_forward_casts(n, L, pass, deps);
+    // The kernels the op runs: each member that comes first in its fused
+    // kernel (one GEMM per fused kernel).
+    std::vector<Node> gemm_nodes;
+    for (int j = 0; j < kNodes; ++j) {
+      const auto member = static_cast<Node>(j);
+      const NodeSet fused = g.fused_with(member);
+      bool first_of_kernel = kernel.test(idx(member));
+      for (int k = 0; k < j && first_of_kernel; ++k) first_of_kernel = !fused.test(static_cast<size_t>(k));
+      if (first_of_kernel) gemm_nodes.push_back(member);
+    }
+    for (Node member : gemm_nodes) {
+      if (linear_shape(member).in > 0) deps = fp8_forward_casts(member, L, pass, deps);
     }
     OpId op;
     // Under MLA the attention norm's gather stays a collective: the down
@@ -508,21 +511,10 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
       // The gather of the norm output runs as a ring exchange under the
       // GEMMs that read it: one fused GEMM, or each projection's.
       OpId gathered = kNone;
-      const bool attn = n == Node::kQ;
       std::vector<RingGemm> gemms;
-      if (g.fused_with(n).count() > 1) {
-        gemms.push_back(attn ? RingGemm{"qkv", (a_ + 2 * kv_) * d_, qkv_model_fraction()}
-                             : RingGemm{"mlp up", up_n_, 1.0});
-      } else if (attn) {
-        gemms = {{"q proj", a_ * d_, 1.0},
-                 {"k proj", kv_ * d_, kv_model_fraction()},
-                 {"v proj", kv_ * d_, kv_model_fraction()}};
-      } else {
-        if (g.present(Node::kGate)) gemms.push_back({"mlp gate", f_, 1.0});
-        gemms.push_back({"mlp up", f_, 1.0});
-      }
+      for (Node member : gemm_nodes) gemms.push_back(projection(member));
       op = ub_gather_matmuls(gemms, L, pass, T_, h_, deps, gathered).back();
-      ops.op[idx(attn ? Node::kAg1 : Node::kAg2)] = gathered;
+      ops.op[idx(n == Node::kQ ? Node::kAg1 : Node::kAg2)] = gathered;
     } else if (ub && (n == Node::kProj || n == Node::kDown)) {
       const bool proj = n == Node::kProj;
       op = ub_matmul_scatter(proj ? "attn out" : "mlp down", proj ? "attn reduce-scatter" : "mlp reduce-scatter", L,

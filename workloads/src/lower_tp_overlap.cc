@@ -49,6 +49,23 @@ std::vector<OpId> StageLowering::ub_gather_matmuls(const std::vector<RingGemm>& 
   return last;
 }
 
+StageLowering::RingGemm StageLowering::projection(Node n) const {
+  switch (n) {
+    case Node::kQ:
+      if (p_.fused_qkv) return {"qkv", (a_ + 2 * kv_) * d_, qkv_model_fraction()};
+      return {"q proj", a_ * d_, 1.0};
+    case Node::kK:
+      return {"k proj", kv_ * d_, kv_model_fraction()};
+    case Node::kV:
+      return {"v proj", kv_ * d_, kv_model_fraction()};
+    case Node::kGate:
+      if (p_.fused_gate_up && m_.gated()) return {"mlp up", up_n_, 1.0};
+      return {"mlp gate", f_, 1.0};
+    default:
+      return {"mlp up", f_, 1.0};
+  }
+}
+
 NodeSet StageLowering::ring_group(const LayerGraph& g, Node n) const {
   const NodeSet qkv = nodes({Node::kQ, Node::kK, Node::kV}) & g.present_nodes();
   const NodeSet mlp_in = nodes({Node::kGate, Node::kUp}) & g.present_nodes();

@@ -600,6 +600,10 @@ class StageLowering {
   /// the first of them: q, k, v (not under MLA, whose down projections read
   /// the plain gathered input) and the MLP's gate and up. Empty for others.
   NodeSet ring_group(const LayerGraph& g, Node n) const;
+  /// The GEMM of a projection that reads the (gathered) norm output, h_
+  /// deep: q, k, v (all three when fused) and gate, up (both when fused);
+  /// not MLA's, whose up projections read their latents.
+  RingGemm projection(Node n) const;
   /// A GEMM whose output is reduce-scattered over tp in pipelined chunks
   /// (userbuffers' pipeline method): the GEMM runs in tp_comm_chunks chunks
   /// and each chunk's reduce-scatter (holding tp_comm_overlap_sms SMs)
