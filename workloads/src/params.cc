@@ -3,6 +3,22 @@
 #include <algorithm>
 
 namespace shardsim {
+namespace {
+
+/// Multi-head latent attention's projections for `heads` heads: the queries
+/// down to their latent and up (or straight from the hidden state), the keys
+/// and values down to their latent plus the shared rotary key and up to each
+/// head's key and value, the output from every head's value. The down
+/// projections do not depend on the heads (tp replicates them).
+int64_t mla_attention_params(const ModelSpec& m, int64_t heads) {
+  const MlaSpec& l = m.mla;
+  const int64_t h = m.hidden, qk = heads * m.qk_head_dim();
+  return (l.q_lora_rank > 0 ? h * l.q_lora_rank + l.q_lora_rank * qk : h * qk) +
+         h * (l.kv_lora_rank + l.qk_rope_head_dim) + l.kv_lora_rank * heads * (m.head_dim + m.v_head_dim()) +
+         heads * m.v_head_dim() * h;
+}
+
+}  // namespace
 
 ParamCount count_params(const ModelSpec& m) {
   ParamCount c;
@@ -13,16 +29,7 @@ ParamCount count_params(const ModelSpec& m) {
   c.moe_layers = m.moe_layers();
   c.dense_layers = m.layers - c.moe_layers;
   c.attention = h * q + 2 * h * kv + q * h;
-  if (m.is_mla()) {
-    // Queries: down to the latent and up, or straight; keys and values: down
-    // to the latent plus the shared rotary key, up to each head's key and
-    // value; the output from every head's value.
-    const MlaSpec& l = m.mla;
-    const int64_t qk = m.heads * m.qk_head_dim();
-    c.attention = (l.q_lora_rank > 0 ? h * l.q_lora_rank + l.q_lora_rank * qk : h * qk) +
-                  h * (l.kv_lora_rank + l.qk_rope_head_dim) + l.kv_lora_rank * m.heads * (m.head_dim + m.v_head_dim()) +
-                  m.heads * m.v_head_dim() * h;
-  }
+  if (m.is_mla()) c.attention = mla_attention_params(m, m.heads);
   c.dense_mlp = (m.gated() ? 3 : 2) * h * m.ffn_hidden;
   if (m.is_moe()) {
     c.router = h * m.moe.experts;
@@ -49,16 +56,9 @@ DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t s
   const int64_t a = m.heads / tp;
   const int64_t kv = m.kv_heads >= tp ? m.kv_heads / tp : 1;
   const int64_t f = m.ffn_hidden / tp;
-  int64_t attention = 2 * h * a * d + 2 * h * kv * d;
-  if (m.is_mla()) {
-    // The down projections are replicated over tp (Megatron-Core's MLA
-    // duplicates them); the up and output projections split by head.
-    const MlaSpec& l = m.mla;
-    const int64_t qk = a * m.qk_head_dim();
-    attention = (l.q_lora_rank > 0 ? h * l.q_lora_rank + l.q_lora_rank * qk : h * qk) +
-                h * (l.kv_lora_rank + l.qk_rope_head_dim) + l.kv_lora_rank * a * (d + m.v_head_dim()) +
-                a * m.v_head_dim() * h;
-  }
+  // MLA: the down projections replicated over tp (Megatron-Core's MLA
+  // duplicates them), the up and output projections split by head.
+  const int64_t attention = m.is_mla() ? mla_attention_params(m, a) : 2 * h * a * d + 2 * h * kv * d;
   DeviceParams dp;
   dp.dense_layer = attention + (m.gated() ? 3 : 2) * f * h + pc.per_layer_other;
   if (m.is_moe()) {
