@@ -290,30 +290,20 @@ std::string validation_table(const ValidationReport& rep) {
                   st.n ? static_cast<int>(std::lround(100.0 * st.high / st.n)) : 0, speed ? "fast" : "over");
     out += line;
   };
+  // The splits' groups first, then by framework, chip, source, precision.
+  auto groups = [&](const std::map<std::string, ValidationStats>& by_key) {
+    for (const std::string_view kind : {"", " / framework ", " / chip ", " / source ", " / precision "}) {
+      for (const auto& [key, st] : by_key) {
+        if (kind.empty() ? key.find(" / ") == std::string::npos : key.find(kind) != std::string::npos) stat(key, st);
+      }
+    }
+  };
   out += "\ntime and throughput:\n";
-  for (const auto& [key, st] : rep.performance) {
-    if (key.find(" / ") == std::string::npos) stat(key, st);
-  }
-  for (const auto& [key, st] : rep.performance) {
-    if (key.find(" / framework ") != std::string::npos) stat(key, st);
-  }
-  for (const auto& [key, st] : rep.performance) {
-    if (key.find(" / chip ") != std::string::npos) stat(key, st);
-  }
-  for (const auto& [key, st] : rep.performance) {
-    if (key.find(" / source ") != std::string::npos) stat(key, st);
-  }
-  for (const auto& [key, st] : rep.performance) {
-    if (key.find(" / precision ") != std::string::npos) stat(key, st);
-  }
+  groups(rep.performance);
   out += "memory:\n";
   speed = false;
   stat("all", rep.memory);
-  for (const char* group : {"", " / framework ", " / chip ", " / source "}) {
-    for (const auto& [key, st] : rep.memory_groups) {
-      if (*group == '\0' ? key.find(" / ") == std::string::npos : key.find(group) != std::string::npos) stat(key, st);
-    }
-  }
+  groups(rep.memory_groups);
   std::snprintf(line, sizeof line, "published runs judged out of memory: %d", rep.out_of_memory);
   out += line;
   std::string by_split;
