@@ -41,6 +41,9 @@ TEST(Mla, DeepSeekV3HasItsPublishedParameterCounts) {
   // module, which the count leaves out, adds 14B).
   EXPECT_NEAR(static_cast<double>(c.total()) / 671e9, 1.0, 0.005) << c.total();
   EXPECT_NEAR(static_cast<double>(c.matmul() + c.embedding) / 37e9, 1.0, 0.02) << c.matmul();
+  // The figures docs/model.md quotes: 671.0B and 37.6B.
+  EXPECT_EQ(c.total(), int64_t{671026404352});
+  EXPECT_EQ(c.matmul() + c.embedding, int64_t{37551276032});
   // One layer's attention: q 7168x1536 + 1536x(128x192), kv 7168x576 +
   // 512x(128x256), o (128x128)x7168.
   EXPECT_EQ(c.attention, 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168);
