@@ -33,7 +33,9 @@ struct CollectiveKey {
   CollectiveKind kind;
   uint8_t axes;
   int64_t bytes;
-  bool operator<(const CollectiveKey& o) const { return std::tie(kind, axes, bytes) < std::tie(o.kind, o.axes, o.bytes); }
+  bool operator<(const CollectiveKey& o) const {
+    return std::tie(kind, axes, bytes) < std::tie(o.kind, o.axes, o.bytes);
+  }
 };
 
 /// A transfer of a stage: to the peer this far along this axis.
@@ -177,24 +179,6 @@ class Finder {
   std::vector<uint32_t> members_;
 };
 
-const char* axis_name(MeshAxis a) {
-  switch (a) {
-    case MeshAxis::kTp:
-      return "tp";
-    case MeshAxis::kCp:
-      return "cp";
-    case MeshAxis::kPp:
-      return "pp";
-    case MeshAxis::kDp:
-      return "dp";
-    case MeshAxis::kEp:
-      return "ep";
-    case MeshAxis::kDs:
-      return "ds";
-  }
-  return "?";
-}
-
 /// Union-find with the smallest id as each class's representative.
 LinkId find(std::vector<LinkId>& parent, LinkId l) {
   while (parent[l] != l) {
@@ -230,12 +214,12 @@ StepSymmetry find_symmetry(const ProgramSet& programs, const Mesh& mesh, const T
       if (finder.generator_passes(a, h, links, why)) {
         sym.group.step[ai] = h;
         generators.push_back(std::move(links));
-        found += (found.empty() ? "" : ", ") + std::string(axis_name(a));
+        found += (found.empty() ? "" : ", ") + std::string(to_string(a));
         if (h > 1) found += " (every " + std::to_string(h) + ")";
         break;
       }
     }
-    if (sym.group.step[ai] == n) refused += (refused.empty() ? "" : "; ") + std::string(axis_name(a)) + ": " + why;
+    if (sym.group.step[ai] == n) refused += (refused.empty() ? "" : "; ") + std::string(to_string(a)) + ": " + why;
   }
   if (generators.empty()) {
     sym.note = refused.empty() ? "no axis to translate along" : "none (" + refused + ")";
