@@ -5,3 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./build/cli/shardsim validate examples/validation --record examples/validation/accuracy.json > /dev/null
+# docs/validation.md's tables are made from the record (CTest docs.validation_tables).
+python3 scripts/validation_tables.py --write

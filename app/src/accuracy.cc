@@ -60,10 +60,20 @@ std::string accuracy_record_json(const ValidationReport& r, const AccuracyTolera
                     {"max_abs_error", tol.max_abs_error}};
   j["rows"] = OrderedJson::array();
   for (const auto& row : r.rows) {
+    // The row's groups and direction ride along, so that tables of the
+    // record (scripts/validation_tables.py) need no simulation.
     j["rows"].push_back({{"scenario", row.scenario},
                          {"metric", row.metric},
                          {"split", row.split},
+                         {"kind", row.serving       ? "serving"
+                                  : row.performance ? "time"
+                                                    : "memory"},
+                         {"source", row.source},
+                         {"framework", row.framework},
+                         {"chip", row.chip},
+                         {"precision", row.precision},
                          {"abs_error", rounded(std::fabs(row.error))},
+                         {"bias", rounded(row_bias(row))},
                          {"fits", row.fits}});
   }
   j["performance"] = OrderedJson::object();

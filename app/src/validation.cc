@@ -76,14 +76,7 @@ void summarise(ValidationReport& rep) {
       if (!r.source.empty()) add(rep.memory_groups[r.split + " / source " + r.source]);
       continue;
     }
-    // Predicted speed over measured speed, less 1: a time metric (seconds,
-    // "_s") is the inverse of a speed, a rate ("_per_s", "_per_gpu", ...)
-    // is one.
-    auto ends_with = [&](std::string_view tail) {
-      return r.metric.size() >= tail.size() && r.metric.compare(r.metric.size() - tail.size(), tail.size(), tail) == 0;
-    };
-    const bool time = ends_with("_s") && !ends_with("_per_s");
-    const double speed_bias = time ? (r.predicted > 0 ? r.published / r.predicted - 1 : 0) : r.error;
+    const double speed_bias = row_bias(r);
     auto add = [&](const std::string& key) { rep.performance[key].add(r.error, speed_bias); };
     // Serving rows are summarised apart from training steps.
     const std::string split = r.serving ? "serving " + r.split : r.split;
@@ -115,6 +108,18 @@ ValidationRow published_row(const Scenario& s, const std::string& metric, double
 }
 
 }  // namespace
+
+double row_bias(const ValidationRow& r) {
+  if (!r.performance) return r.error;
+  // Predicted speed over measured speed, less 1: a time metric (seconds,
+  // "_s") is the inverse of a speed, a rate ("_per_s", "_per_gpu", ...)
+  // is one.
+  auto ends_with = [&](std::string_view tail) {
+    return r.metric.size() >= tail.size() && r.metric.compare(r.metric.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  const bool time = ends_with("_s") && !ends_with("_per_s");
+  return time ? (r.predicted > 0 ? r.published / r.predicted - 1 : 0) : r.error;
+}
 
 void ValidationStats::add(double error, double bias) {
   ++n;

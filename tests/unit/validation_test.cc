@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "shardsim/app/accuracy.h"
 #include "shardsim/app/validation.h"
@@ -134,6 +135,51 @@ TEST(AccuracyRecord, WorseMemoryGroupsAndMoreRunsOutOfMemoryBySplitFail) {
   const std::string text = validation_table(with_memory(0.10, 0.20, 1));
   EXPECT_NE(text.find("published runs judged out of memory: 1 (1 held_out)"), std::string::npos) << text;
   EXPECT_NE(text.find("  held_out "), std::string::npos) << text;
+}
+
+// Each recorded row carries its groups and its signed direction, so that
+// docs/validation.md's tables are made from the record alone
+// (scripts/validation_tables.py): a time metric's speed is published /
+// predicted - 1 (2 s measured, 1 s predicted: +100%, too fast), a rate's is
+// the error itself, a memory row's its error.
+TEST(AccuracyRecord, RowsCarryTheirGroupsAndDirection) {
+  ValidationReport r;
+  auto add = [&](const char* metric, double published, double predicted, bool performance, bool serving) {
+    ValidationRow row;
+    row.scenario = std::string("modern/") + metric + ".json";
+    row.metric = metric;
+    row.split = "held_out";
+    row.source = "dgxc";
+    row.framework = serving ? "trtllm" : "megatron-core";
+    row.chip = "h100-sxm";
+    row.precision = serving ? "" : "fp8 delayed";
+    row.published = published;
+    row.predicted = predicted;
+    row.error = (predicted - published) / published;
+    row.performance = performance;
+    row.serving = serving;
+    r.rows.push_back(row);
+  };
+  add("step_time_s", 2.0, 1.0, true, false);
+  add("tokens_per_s_per_device", 100.0, 90.0, true, false);
+  add("peak_memory_GiB", 80.0, 88.0, false, false);
+  add("output_tokens_per_s", 1000.0, 1200.0, true, true);
+  const nlohmann::json rec = nlohmann::json::parse(accuracy_record_json(r));
+  const auto& rows = rec.at("rows");
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].at("kind"), "time");
+  EXPECT_DOUBLE_EQ(rows[0].at("bias").get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(rows[0].at("abs_error").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(rows[1].at("bias").get<double>(), -0.1);
+  EXPECT_EQ(rows[2].at("kind"), "memory");
+  EXPECT_DOUBLE_EQ(rows[2].at("bias").get<double>(), 0.1);
+  EXPECT_EQ(rows[3].at("kind"), "serving");
+  EXPECT_DOUBLE_EQ(rows[3].at("bias").get<double>(), 0.2);
+  for (const char* key : {"source", "framework", "chip", "precision"}) EXPECT_TRUE(rows[0].contains(key)) << key;
+  EXPECT_EQ(rows[0].at("precision"), "fp8 delayed");
+  EXPECT_EQ(rows[3].at("framework"), "trtllm");
+  // The record with these fields still checks against its own report.
+  EXPECT_TRUE(check_accuracy(r, accuracy_record_json(r), "r").passed());
 }
 
 TEST(AccuracyRecord, MalformedRecordsNameTheFileAndPath) {

@@ -67,6 +67,9 @@ struct SkippedRow {
 /// predicted - 1 for a time, predicted / published - 1 for a rate), so
 /// positive means predicted too fast; for memory rows the error itself,
 /// positive meaning predicted too much. `high` counts the rows above 0.
+/// A row's signed direction, as ValidationStats sums it (below).
+double row_bias(const ValidationRow& r);
+
 struct ValidationStats {
   int n = 0;
   double sum = 0, max = 0;
