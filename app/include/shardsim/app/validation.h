@@ -62,14 +62,16 @@ struct SkippedRow {
   std::string row, split, framework, chip, reason;
 };
 
+/// A row's signed direction, as ValidationStats sums it (below): predicted
+/// speed over measured speed less 1 for time and throughput rows, the error
+/// itself for memory rows.
+double row_bias(const ValidationRow& r);
+
 /// A group's |error| and its direction. `bias` is signed: for time and
 /// throughput rows predicted speed over measured speed, less 1 (published /
 /// predicted - 1 for a time, predicted / published - 1 for a rate), so
 /// positive means predicted too fast; for memory rows the error itself,
 /// positive meaning predicted too much. `high` counts the rows above 0.
-/// A row's signed direction, as ValidationStats sums it (below).
-double row_bias(const ValidationRow& r);
-
 struct ValidationStats {
   int n = 0;
   double sum = 0, max = 0;
