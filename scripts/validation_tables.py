@@ -10,6 +10,9 @@ record to what the simulator predicts now (within its tolerance). This script ma
 of it, each between a marker line `<!-- validation_tables.py: NAME -->` and
 `<!-- end validation_tables.py -->` in the doc:
 
+- bars: the issues' accuracy bars (13: held out per framework, out of memory, peak memory, the
+  2021-22 tables; 14: serving held out; 19: held-out Blackwell rows), each with what the record
+  gives and whether it is met;
 - summary: per set and split, step time or throughput rows (count, mean |error|, max, signed
   speed), peak-memory rows (count, mean, max, signed) and configurations that ran judged out of
   memory;
@@ -118,6 +121,41 @@ def grouped(rows):
     return out
 
 
+def bars(rows):
+    """The issues' accuracy bars against the record: issue 13 (held out, per framework; memory;
+    the 2021-22 tables), issue 14 (serving held out) and issue 19 (held-out Blackwell rows)."""
+    held = [r for r in rows if row_set(r) == "modern" and r["split"] == "held_out"]
+    held_time = [r for r in held if r["kind"] == "time"]
+    out = ["| issue | bar | rows | now | met |", "| --- | --- | --- | --- | --- |"]
+
+    def mean_max(issue, what, mine, mean_below, max_below):
+        st = Stats(mine)
+        met = st.mean < mean_below and st.max < max_below
+        out.append(f"| {issue} | {what}: mean \\|error\\| < {mean_below:.0%}, max < {max_below:.0%} | {st.n} "
+                   f"| {pct(st.mean)}, {pct(st.max)} | {'yes' if met else 'no'} |")
+
+    for fw in sorted({r["framework"] for r in held_time}):
+        mean_max(13, f"held-out step time or throughput, framework {fw}",
+                 [r for r in held_time if r["framework"] == fw], 0.08, 0.20)
+    ran = out_of_memory(held)
+    out.append(f"| 13 | held-out configurations that ran judged out of memory: none | "
+               f"{len({r['scenario'] for r in held if r['kind'] != 'memory' or r['metric'] == 'peak_memory_GiB'})} "
+               f"| {ran} | {'yes' if ran == 0 else 'no'} |")
+    peak = [r for r in held if r["metric"] == "peak_memory_GiB"]
+    worst = max((r["abs_error"] for r in peak), default=0.0)
+    within = sum(1 for r in peak if r["abs_error"] <= 0.10)
+    out.append(f"| 13 | held-out peak memory within 10% where published | {len(peak)} "
+               f"| {within} within, max {pct(worst)} | {'yes' if within == len(peak) else 'no'} |")
+    old = Stats([r for r in rows if row_set(r) == "" and r["kind"] == "time"])
+    out.append(f"| 13 | 2021-22 tables: step time mean \\|error\\| < 5% | {old.n} | {pct(old.mean)} "
+               f"| {'yes' if old.mean < 0.05 else 'no'} |")
+    mean_max(14, "held-out serving", [r for r in rows if row_set(r) == "serving" and r["split"] == "held_out"],
+             0.10, 0.20)
+    mean_max(19, "held-out Blackwell (b200, gb200) step time",
+             [r for r in held_time if r["chip"] in ("b200", "gb200")], 0.10, 0.20)
+    return out
+
+
 def tables(record):
     rows = record["rows"]
     for r in rows:
@@ -131,6 +169,7 @@ def tables(record):
     time_rows = [r for r in rows if r["kind"] == "time"]
     return {
         "summary": summary(rows),
+        "bars": bars(rows),
         "development": grouped([r for r in time_rows if r["split"] == "development"
                                 and row_set(r) in ("modern", "realexec")]),
         "held_out": grouped([r for r in time_rows if r["split"] == "held_out" and row_set(r) == "modern"]),
