@@ -205,17 +205,40 @@ TEST(Memory, ContextParallelismSplitsActivations) {
   EXPECT_EQ(layer_activation_bytes(one.model, one.plan), 4 * layer_activation_bytes(four.model, four.plan));
 }
 
+// Transformer Engine's ring (AttnFuncWithCPAndKVP2P), cp = 4, per layer and
+// microbatch: forward, 3 sends of a KV block (8192 tokens x 8 KV heads x
+// (128 + 128) x 2 bytes = 33,554,432); backward, 4 sends: the KV block, then
+// KV with the dK, dV partial sums twice, then the sums alone (2·(cp - 1)
+// blocks in all), each after the first waiting for the previous step's
+// accumulation; the forward ends with one output correction. One microbatch.
 TEST(Lowering, RingAttentionPassesEveryKvBlockAround) {
-  // cp = 4: per layer and microbatch 3 sends forward and 3 backward.
   const Scenario s = testing::scenario(
       R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
           "plan": {"dp": 16, "cp": 4, "global_batch": 16, "seq_len": 32768}})");
   const Program p = std::move(lower_training_step(s).stages[0]);
-  int sends = 0;
-  for (const Op& o : p.ops()) {
-    if (o.kind == OpKind::kSend && o.peer_axis == MeshAxis::kCp) ++sends;
+  constexpr int64_t kBlock = 8192LL * 8 * 256 * 2;
+  int fwd = 0, bwd = 0, after_accumulate = 0, corrections = 0;
+  int64_t fwd_bytes = 0, bwd_bytes = 0;
+  for (OpId id = 0; id < p.size(); ++id) {
+    const Op& o = p.op(id);
+    if (o.kind == OpKind::kCompute && p.label(id).find("cp out correction") != std::string::npos) ++corrections;
+    if (o.kind != OpKind::kSend || o.peer_axis != MeshAxis::kCp) continue;
+    if (o.pass == Pass::kForward) {
+      ++fwd;
+      fwd_bytes += o.comm_bytes.value();
+    } else {
+      ++bwd;
+      bwd_bytes += o.comm_bytes.value();
+      for (OpId d : p.deps(id)) after_accumulate += p.label(d).find("cp grad accumulate") != std::string::npos;
+    }
   }
-  EXPECT_EQ(sends, 32 * 2 * 3);
+  // 32 layers, one microbatch.
+  EXPECT_EQ(fwd, 32 * 3);
+  EXPECT_EQ(fwd_bytes, 32 * 3 * kBlock);
+  EXPECT_EQ(bwd, 32 * 4);
+  EXPECT_EQ(bwd_bytes, 32 * 6 * kBlock);
+  EXPECT_EQ(after_accumulate, 32 * 3);
+  EXPECT_EQ(corrections, 32);
 }
 
 TEST(Lowering, TensorParallelAddsFourCollectivesPerLayerAndMicrobatch) {

@@ -50,14 +50,26 @@ TEST(StackMechanisms, CpAllGatherGathersKeysAndValuesOncePerAttention) {
       }
       EXPECT_EQ(p.op(f.front()).collective, CollectiveKind::kAllGather);
       EXPECT_EQ(p.op(r.front()).collective, CollectiveKind::kReduceScatter);
-      // cp block steps, each after the gather; the reduce-scatter after the last.
+      // Transformer Engine (AttnFuncWithCPAndKVAllGather): one kernel per
+      // local half-chunk of queries, the first after the gather, over s/2
+      // keys on average; the halves copied into the output (no merge); the
+      // reduce-scatter after the last backward kernel.
       const std::vector<OpId> steps = named(p, "cp attention", L, 0, Pass::kForward);
-      ASSERT_EQ(static_cast<int64_t>(steps.size()), cp);
+      ASSERT_EQ(steps.size(), 2u);
       const auto deps = p.deps(steps.front());
       EXPECT_NE(std::find(deps.begin(), deps.end(), f.front()), deps.end());
+      EXPECT_EQ(p.op(steps.front()).m, T / 2);
+      EXPECT_EQ(p.op(steps.front()).n, S / 2);
+      EXPECT_TRUE(named(p, "cp merge", L, 0, Pass::kForward).empty());
+      EXPECT_EQ(named(p, "cp out copy", L, 0, Pass::kForward).size(), 1u);
       const std::vector<OpId> bsteps = named(p, "cp attention", L, 0, Pass::kBackward);
-      ASSERT_EQ(static_cast<int64_t>(bsteps.size()), cp);
+      ASSERT_EQ(bsteps.size(), 2u);
       EXPECT_GT(r.front(), bsteps.back());
+      // Backward holds dK, dV of the whole gathered sequence beside the
+      // gathered keys and values but the half each kernel reads.
+      const Op& back = p.op(bsteps.front());
+      EXPECT_EQ(back.mem_transient.value() - back.bytes_read.value() - back.bytes_written.value(),
+                kv_bytes / cp * (cp - 1) + kv_bytes);
     }
     // No ring: no point-to-point transfer on the cp axis.
     for (const Op& o : p.ops()) {
@@ -128,16 +140,26 @@ TEST(StackMechanisms, CpAllGatherAsPyTorchRunsItPassesFp32KeyGradientsRoundTheRi
       }
     }
   }
-  // Its ring (the alltoall rotation) carries the repeated heads too, and in
-  // the backward the fp32 dk, dv partial sums beside the bf16 block.
+  // Its ring (the alltoall rotation) carries the repeated heads too, cp - 1
+  // bf16 blocks each way, merges each block's output forward, and in the
+  // backward hands on the fp32 dk, dv accumulators after every block as the
+  // all-gather rotation does, the last one before the final cast.
   const Program ring = stage0(
       testing::scenario(kCp4, {{"model.layers", "2"}, {"plan.cp_comm", "p2p"}, {"plan.framework", "torchtitan"}}));
   const int64_t block = 2 * T * a * d * 2;
   for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
     const std::vector<OpId> sends = named(ring, "cp send kv", 0, 0, pass);
     ASSERT_EQ(static_cast<int64_t>(sends.size()), cp - 1);
-    EXPECT_EQ(ring.op(sends.front()).comm_bytes.value(), pass == Pass::kForward ? block : 3 * block);
+    for (OpId i : sends) EXPECT_EQ(ring.op(i).comm_bytes.value(), block);
   }
+  EXPECT_EQ(static_cast<int64_t>(named(ring, "cp merge", 0, 0, Pass::kForward).size()), cp);
+  const std::vector<OpId> dkv = named(ring, "cp send dkv", 0, 0, Pass::kBackward);
+  ASSERT_EQ(static_cast<int64_t>(dkv.size()), cp);
+  for (OpId i : dkv) EXPECT_EQ(ring.op(i).comm_bytes.value(), 2 * block);  // fp32
+  const std::vector<OpId> cast = named(ring, "cp grad cast", 0, 0, Pass::kBackward);
+  ASSERT_EQ(cast.size(), 1u);
+  const auto cast_deps = ring.deps(cast.front());
+  EXPECT_EQ(cast_deps.size(), 2u);  // the last accumulation and the last accumulators' arrival
 }
 
 TEST(StackMechanisms, CpAllToAllExchangesAroundAttentionAndNeedsHeadsDivisible) {

@@ -1,6 +1,8 @@
 // Attention variants of a lowered layer: fused (flash), unfused (as
 // Megatron-LM ran it before flash attention) and ring attention for
 // context parallelism.
+#include <cmath>
+
 #include "stage_lowering.h"
 
 namespace shardsim::detail {
@@ -83,51 +85,66 @@ OpId StageLowering::attention_backward(int32_t layer, OpId dep) {
 /// is even) and computes its queries against every device's keys and
 /// values in cp steps; while step i computes on one KV block, that block
 /// is sent on to the next device and the next block arrives from the
-/// previous one, so the transfer hides behind the attention compute.
-/// Backward passes the KV blocks round again together with their dK, dV
-/// partial sums. Each step is a fused attention kernel on an
-/// s/cp x s/cp block doing 1/cp² of the causal work. PyTorch's ring (its
-/// alltoall rotation, torch/distributed/tensor/experimental/_attention.py)
-/// runs under SDPA: under torchtitan the blocks carry the KV heads repeated
-/// for every query head, and the backward's dK, dV partial sums travel in
-/// fp32 (convert_to_f32) beside the bf16 KV block.
+/// previous one, so the transfer hides behind the attention compute. Each
+/// step is a fused attention kernel on an s/cp x s/cp block doing 1/cp² of
+/// the causal work. PyTorch's ring (its alltoall rotation) runs under SDPA:
+/// pytorch_cp_attention below.
+///
+/// Transformer Engine's ring (AttnFuncWithCPAndKVP2P, transformer_engine/
+/// pytorch/attention/dot_product_attention/context_parallel.py) keeps every
+/// step's bf16 output and log-sum-exp and, after the last step, corrects
+/// them into one fp32 output, step by step, and casts it (its "fwd output
+/// correction" loop); a rank's steps are whole blocks up to its own rank and
+/// half blocks (the second half of its queries) after it, (3cp + 1) / 4
+/// blocks on average over the ranks. Its backward sends at step i the KV
+/// block the next step needs together with the dK, dV partial sums of the
+/// block it held at step i - 1 (step 0 sends the KV block alone, the last
+/// step the partial sums alone), so each send waits for the previous step's
+/// accumulation; each step adds its dq, dk, dv into the bf16 sums once the
+/// partial sums it continues have arrived.
 OpId StageLowering::ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
   if (p_.cp_comm == Plan::CpComm::kAllGather) return allgather_cp_attention(layer, pass, deps);
   if (p_.cp_comm == Plan::CpComm::kAllToAll) return a2a_cp_attention(layer, pass, deps);
+  if (pytorch_sdpa(p_)) return pytorch_cp_attention(layer, pass, deps, /*gathered=*/false);
   const bool backward = pass == Pass::kBackward;
-  // QK^T and AV: 2·heads·(qk + v head widths) FLOPs per causal query-key
-  // pair forward (4·heads·head_dim without MLA).
-  const double total = attention_flops(layer);
-  const double step_flops = (backward ? 2.0 : 1.0) * total / static_cast<double>(cp_ * cp_);
-  const bool pytorch = pytorch_sdpa(p_);
-  const int64_t kv_block = T_ * kv_width(pytorch ? a_ : kv_) * kAct;  // K and V of one shard
-  // Backward: the KV block and its dK, dV partial sums (fp32 under PyTorch).
-  const int64_t block_bytes = backward ? (pytorch ? 3 : 2) * kv_block : kv_block;
+  const int64_t kv_block = T_ * kv_width(kv_) * kAct;  // K and V of one shard
   const int64_t q = T_ * a_ * d_ * kAct, out = T_ * a_ * dv_ * kAct;
-  OpId have = kNone;  // the KV block this step works on (the first: this device's own)
+  // A rank's average share of a whole block per step (see above).
+  const double share = static_cast<double>(3 * cp_ + 1) / static_cast<double>(4 * cp_);
+  auto scaled = [&](int64_t x) { return static_cast<int64_t>(std::llround(static_cast<double>(x) * share)); };
+  OpId have = kNone;  // the receive that brought this step's KV block
   OpId x = kNone;
   for (int64_t i = 0; i < cp_; ++i) {
-    OpId next = kNone;
-    if (i + 1 < cp_) {
-      next = ring_exchange("cp send kv", "cp recv kv", layer, pass, MeshAxis::kCp, TrainStreams::kCpSend,
-                           TrainStreams::kCpRecv, block_bytes, i == 0 ? deps : std::vector<OpId>{have});
+    Op step = cp_attention_step(layer, pass, backward ? q + 2 * out + 2 * kv_block : q + kv_block,
+                                backward ? q + kv_block : out);
+    if (!backward) {
+      const OpId next =
+          i + 1 < cp_ ? ring_exchange("cp send kv", "cp recv kv", layer, pass, MeshAxis::kCp, TrainStreams::kCpSend,
+                                      TrainStreams::kCpRecv, kv_block, i == 0 ? deps : std::vector<OpId>{have})
+                      : kNone;
+      x = b_.add(step, i == 0 ? deps : std::vector<OpId>{x, have});
+      have = next;
+      continue;
     }
-    Op o = base("ring attention", layer, pass, kC);
-    o.compute = ComputeKind::kAttention;
-    o.kernel = p_.attention_kernel;
-    o.batch = p_.microbatch_size;
-    o.m = T_ / p_.microbatch_size;
-    o.n = T_ / p_.microbatch_size;
-    o.k = a_ * d_;
-    o.flops = Flops(step_flops);
-    o.model_flops = o.flops * model_share(pass, 1.0);
-    o.bytes_read = Bytes(backward ? q + 2 * out + block_bytes : q + block_bytes);
-    o.bytes_written = Bytes(backward ? q + kv_block : out);
-    o.mem_transient = o.bytes_read + o.bytes_written;
-    x = b_.add(o, i == 0 ? deps : std::vector<OpId>{x, have});
-    have = next;
+    // Backward: the send of step i (KV for step i + 1 and/or the partial
+    // sums so far) waits for step i - 1's accumulation.
+    const int64_t bytes = i == 0 || i == cp_ - 1 ? kv_block : 2 * kv_block;
+    const OpId sent = ring_exchange("cp send kv", "cp recv kv", layer, pass, MeshAxis::kCp, TrainStreams::kCpSend,
+                                    TrainStreams::kCpRecv, bytes, i == 0 ? deps : std::vector<OpId>{x, have});
+    const OpId computed = b_.add(step, i == 0 ? deps : std::vector<OpId>{x, have});
+    // dq += dq_ and dk, dv += dk_, dv_ in bf16 (step 0 copies).
+    const int64_t elems = scaled(T_ * (a_ * d_ + kv_width(kv_)));
+    x = memop(ComputeKind::kElementwise, "cp grad accumulate", layer, pass, elems, 2 * elems * kAct, elems * kAct, 1,
+              {computed, sent});
+    have = sent;
   }
-  return x;
+  if (backward) return x;
+  // The output correction: each step's output (bf16) into the fp32 output
+  // through the log-sum-exps, then the cast to bf16.
+  const int64_t full = T_ * a_ * dv_;
+  const int64_t steps = scaled(full * cp_);  // elements of every step's output on an average rank
+  return memop(ComputeKind::kElementwise, "cp out correction", layer, pass, steps,
+               steps * kAct + (steps - full) * 4 + full * 4, steps * 4 + full * kAct, 4, {x});
 }
 
 /// Fused (flash) attention: one kernel that reads q, k, v and writes the
@@ -176,66 +193,104 @@ Op StageLowering::cp_attention_step(int32_t layer, Pass pass, int64_t read, int6
   return o;
 }
 
-/// Context parallelism by all-gather (PyTorch's context_parallel with the
-/// allgather rotation, torch/distributed/tensor/experimental/_attention.py;
-/// Megatron's cp_comm_type "allgather"): the keys and values of every cp
-/// rank are all-gathered once per attention call, then consumed block by
-/// block, each block's partial output merged into an fp32 accumulator
-/// through its log-sum-exp (_SDPAMerger). Backward gathers them again; its
-/// keys' and values' gradients are reduce-scattered (Megatron), or, as
-/// PyTorch runs it, passed round the ring (below).
-///
-/// PyTorch's version sits under scaled_dot_product_attention, so under
-/// torchtitan, which repeats each KV head for its query heads before SDPA
-/// (repeat_kv), it gathers the repeated keys and values: a_ heads, not kv_.
-/// Its backward (_templated_ring_attention_backward) accumulates dq, dk and
-/// dv in fp32 (convert_to_f32) block by block, and hands the dk, dv
-/// accumulators on to the next rank after every block with an all-to-all
-/// permute in fp32 (its dkv rotater is always ALL_TO_ALL): block i adds to
-/// what the previous rank sent after its block i - 1, so the accumulations
-/// form a chain round the ring; after the last block each rank receives its
-/// own keys' and values' gradients and casts them, and dq, to bf16.
+/// Context parallelism by all-gather (Megatron's cp_comm_type "allgather";
+/// PyTorch's context_parallel with the allgather rotation: below): the keys
+/// and values of every cp rank are all-gathered once per attention call.
+/// Transformer Engine (AttnFuncWithCPAndKVAllGather) then runs one kernel per
+/// local half-chunk of queries against the keys before it (the two carry
+/// 1/cp of the causal work together, half each on average, over s/2 keys on
+/// average) and copies both into the output: no merge. Backward gathers the
+/// keys and values again, holds dK, dV for the whole gathered sequence, and
+/// reduce-scatters them.
 OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps) {
+  if (pytorch_sdpa(p_)) return pytorch_cp_attention(layer, pass, deps, /*gathered=*/true);
   const bool backward = pass == Pass::kBackward;
-  const bool pytorch = pytorch_sdpa(p_);
-  const int64_t kv_heads = pytorch ? a_ : kv_;  // torchtitan's SDPA sees repeated KV heads
-  const int64_t kv_local = T_ * kv_width(kv_heads) * kAct;
+  const int64_t kv_local = T_ * kv_width(kv_) * kAct;
   const int64_t q = T_ * a_ * d_ * kAct, out = T_ * a_ * dv_ * kAct;
   const OpId kv = collective(CollectiveKind::kAllGather, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
                              "cp kv all-gather", layer, pass, kv_local * cp_, DType::kBf16, deps);
-  OpId x = kNone;
-  OpId dkv = kNone;  // PyTorch: the dk, dv accumulators received from the previous rank
-  const int64_t grads = T_ * (a_ * d_ + kv_width(kv_heads));  // dq, dk, dv values of one block
+  // Live beside each kernel: the gathered keys and values but the half it
+  // reads (counted as its input) and, backward, their gradients.
+  const int64_t held = kv_local * (cp_ - 1) + (backward ? kv_local * cp_ : 0);
+  OpId x = kv;
+  for (int i = 0; i < 2; ++i) {
+    Op step = cp_attention_step(layer, pass, (backward ? q + 2 * out : q) / 2 + kv_local * cp_ / 2,
+                                backward ? q / 2 + kv_local * cp_ / 2 : out / 2);
+    step.m = T_ / p_.microbatch_size / 2;
+    step.n = p_.seq_len / 2;
+    step.flops = Flops(step.flops.value() * static_cast<double>(cp_) / 2.0);
+    step.model_flops = step.flops * model_share(pass, 1.0);
+    step.mem_transient = step.mem_transient + Bytes(held);
+    x = b_.add(step, {x});
+  }
+  if (backward) {
+    return collective(CollectiveKind::kReduceScatter, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
+                      "cp dkv reduce-scatter", layer, pass, kv_local * cp_, DType::kBf16, {x});
+  }
+  // Each half's output copied into the output tensor.
+  return memop(ComputeKind::kElementwise, "cp out copy", layer, pass, T_ * a_ * dv_, out, out, 0, {x});
+}
+
+/// PyTorch's context parallelism (torch/distributed/tensor/experimental/
+/// _attention.py: _templated_ring_attention and its backward), under
+/// scaled_dot_product_attention: the keys and values of every cp rank reach
+/// this one either all-gathered once per call (the allgather rotation) or
+/// passed round a ring of cp - 1 sends (alltoall), and each block's partial
+/// output is merged into an fp32 accumulator through its log-sum-exp
+/// (_SDPAMerger). Under torchtitan, which repeats each KV head for its query
+/// heads before SDPA (repeat_kv), the blocks carry a_ heads, not kv_.
+/// Backward accumulates dq, dk and dv in fp32 (convert_to_f32) block by
+/// block, and hands the dk, dv accumulators on to the next rank after every
+/// block with an all-to-all permute in fp32 (its dkv rotater is always
+/// ALL_TO_ALL): block i adds to what the previous rank sent after its block
+/// i - 1, so the accumulations form a chain round the ring; after the last
+/// block each rank receives its own keys' and values' gradients and casts
+/// them, and dq, to bf16.
+OpId StageLowering::pytorch_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps, bool gathered) {
+  const bool backward = pass == Pass::kBackward;
+  const int64_t kv_local = T_ * kv_width(a_) * kAct;  // repeated KV heads
+  const int64_t q = T_ * a_ * d_ * kAct, out = T_ * a_ * dv_ * kAct;
+  const OpId kv = gathered ? collective(CollectiveKind::kAllGather, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
+                                        "cp kv all-gather", layer, pass, kv_local * cp_, DType::kBf16, deps)
+                           : kNone;
+  const int64_t grads = T_ * (a_ * d_ + kv_width(a_));  // dq, dk, dv values of one block
   // Live beside every block's kernel: the gathered keys and values but the
-  // block it reads (counted as its input), and PyTorch's fp32 accumulators:
-  // the output forward (_SDPAMerger); dq, dk, dv and the dk, dv received
-  // from the previous rank backward.
-  int64_t held = kv_local * (cp_ - 1);
-  if (pytorch) held += backward ? 4 * (grads + T_ * kv_width(kv_heads)) : 4 * T_ * a_ * dv_;
+  // block it reads (counted as its input), or the next block on its way
+  // round the ring; and the fp32 accumulators: the output forward
+  // (_SDPAMerger); dq, dk, dv and the dk, dv received from the previous
+  // rank backward.
+  int64_t held = gathered ? kv_local * (cp_ - 1) : kv_local;
+  held += backward ? 4 * (grads + T_ * kv_width(a_)) : 4 * T_ * a_ * dv_;
+  OpId x = kNone;
+  OpId have = kNone;  // ring: the receive that brought this step's block
+  OpId dkv = kNone;   // the dk, dv accumulators received from the previous rank
   for (int64_t i = 0; i < cp_; ++i) {
+    const OpId next = !gathered && i + 1 < cp_
+                          ? ring_exchange("cp send kv", "cp recv kv", layer, pass, MeshAxis::kCp, TrainStreams::kCpSend,
+                                          TrainStreams::kCpRecv, kv_local, i == 0 ? deps : std::vector<OpId>{have})
+                          : kNone;
     Op step = cp_attention_step(layer, pass, backward ? q + 2 * out + 2 * kv_local : q + kv_local,
                                 backward ? q + 2 * kv_local : out);
     step.mem_transient = step.mem_transient + Bytes(held);
-    x = b_.add(step, i == 0 ? std::vector<OpId>{kv} : std::vector<OpId>{x});
+    std::vector<OpId> after = i == 0 ? (gathered ? std::vector<OpId>{kv} : deps) : std::vector<OpId>{x};
+    if (!gathered && i > 0) after.push_back(have);
+    x = b_.add(step, after);
     if (!backward) {
       // Merge the block's output and log-sum-exp into the fp32 accumulator.
       x = memop(ComputeKind::kElementwise, "cp merge", layer, pass, T_ * a_ * dv_, T_ * a_ * dv_ * (kAct + 4),
                 T_ * a_ * dv_ * 4, 4, {x});
-    } else if (pytorch) {
+    } else {
       // Add the block's bf16 gradients into the fp32 accumulators (dk, dv:
       // the ones the previous rank sent on), then send dk, dv on.
       x = memop(ComputeKind::kElementwise, "cp grad accumulate", layer, pass, grads, grads * (4 + kAct), grads * 4, 1,
                 i == 0 ? std::vector<OpId>{x} : std::vector<OpId>{x, dkv});
       dkv = ring_exchange("cp send dkv", "cp recv dkv", layer, pass, MeshAxis::kCp, TrainStreams::kCpSend,
-                          TrainStreams::kCpRecv, T_ * kv_width(kv_heads) * 4, {x});
+                          TrainStreams::kCpRecv, T_ * kv_width(a_) * 4, {x});
     }
-  }
-  if (backward && pytorch) {
-    return memop(ComputeKind::kElementwise, "cp grad cast", layer, pass, grads, grads * 4, grads * kAct, 1, {x, dkv});
+    have = next;
   }
   if (backward) {
-    return collective(CollectiveKind::kReduceScatter, axis_bit(MeshAxis::kCp), TrainStreams::kCpSend,
-                      "cp dkv reduce-scatter", layer, pass, kv_local * cp_, DType::kBf16, {x});
+    return memop(ComputeKind::kElementwise, "cp grad cast", layer, pass, grads, grads * 4, grads * kAct, 1, {x, dkv});
   }
   return x;
 }

@@ -317,6 +317,7 @@ class StageLowering {
   OpId mla_down(Node n, int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId ring_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId allgather_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
+  OpId pytorch_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps, bool gathered);
   OpId a2a_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   Op cp_attention_step(int32_t layer, Pass pass, int64_t read, int64_t write);
   OpId fused_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
