@@ -338,6 +338,13 @@ RecomputePlan plan_recompute(const LayerGraph& g, const RecomputeSpec& spec) {
       for (Node n : {Node::kRs1, Node::kRs2}) {
         if (present.test(idx(n)) && g.config().sequence_parallel) kept.set(idx(n));
       }
+      // The MoE all-to-alls too: its save list's comm_ops hold
+      // _c10d_functional.all_to_all_single (and DeepEP's dispatch and
+      // combine), "to avoid re-communication" (torchtitan/distributed/
+      // activation_checkpoint.py).
+      for (Node n : {Node::kDispatch, Node::kCombine}) {
+        if (present.test(idx(n))) kept.set(idx(n));
+      }
       break;
     }
     case P::kCustom:

@@ -71,8 +71,10 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_
     set(Node::kEDown, slots * h * kAct * p.expert_tp);
     set(Node::kCombine, slots * h * kAct);
     set(Node::kUnpermute, Ts * h * kAct);
-    set(Node::kSUp, 2 * Ts * fs * kAct);
-    set(Node::kSAct, Ts * fs * kAct);
+    // The shared MLP split over tp on the whole (gathered) sequence.
+    const int64_t fsl = (fs + p.tp - 1) / p.tp;
+    set(Node::kSUp, 2 * T * fsl * kAct);
+    set(Node::kSAct, T * fsl * kAct);
     set(Node::kSDown, Ts * h * kAct);
   }
   // Linears that keep their weight-gradient input quantised

@@ -95,11 +95,36 @@ OpId StageLowering::all_to_all(std::string_view name, int32_t L, Pass pass, cons
                     static_cast<int64_t>(std::llround(a2a_copies())) * h_ * kAct, DType::kBf16, deps);
 }
 
+/// The shared experts' hidden width on this tp rank.
+int64_t StageLowering::shared_width() const {
+  return (m_.moe.shared_experts * m_.moe.expert_ffn_hidden + t_ - 1) / t_;
+}
+
+/// The shared MLP reads the whole sequence: its input (forward) or output
+/// gradient (backward) all-gathered over tp (an MoE layer under tp > 1 runs
+/// with sequence parallelism: plan_checks.cc).
+std::vector<OpId> StageLowering::shared_gather(std::string_view name, int32_t L, Pass pass,
+                                               const std::vector<OpId>& deps) {
+  if (t_ == 1) return deps;
+  return {collective(CollectiveKind::kAllGather, kTpAxis, kTpS, name, L, pass, T_ * h_ * kAct, DType::kBf16, deps)};
+}
+
+/// The shared MLP's row-parallel output (forward) or input gradient
+/// (backward) summed over tp and scattered back to the sequence shards.
+OpId StageLowering::shared_scatter(int32_t L, Pass pass, OpId x) {
+  if (t_ == 1) return x;
+  return collective(CollectiveKind::kReduceScatter, kTpAxis, kTpS, "shared experts reduce-scatter", L, pass,
+                    T_ * h_ * kAct, DType::kBf16, {x});
+}
+
 OpId StageLowering::moe_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps) {
   const int64_t E = m_.moe.experts, k = m_.moe.top_k, fe = m_.moe.expert_ffn_hidden;
   const int64_t slots = moe_slots(), etp = p_.expert_tp;
   const int64_t me = slots_per_expert() * etp, fel = fe / etp;  // tokens and width of a local expert shard
-  const int64_t fs = m_.moe.shared_experts * fe;
+  // Shared experts: an MLP over tp like the dense one (Megatron-Core's
+  // SharedExpertMLP, column- then row-parallel on the tp group), on the
+  // sequence gathered under sequence parallelism.
+  const int64_t fsl = shared_width();
   const int64_t e = local_experts_ * me * fel;
   switch (n) {
     case Node::kRouter:
@@ -111,13 +136,15 @@ OpId StageLowering::moe_node(Node n, int32_t L, Pass pass, const std::vector<OpI
                    deps);
     case Node::kDispatch:
       return moe_dispatch(L, pass, deps);
-    case Node::kSUp:
-      return matmul("shared experts up", L, pass, Ts_, 2 * fs, h_, deps);
+    case Node::kSUp: {
+      const std::vector<OpId> in = shared_gather("shared experts all-gather", L, pass, deps);
+      return matmul("shared experts up", L, pass, T_, 2 * fsl, h_, in);
+    }
     case Node::kSAct:
-      return memop(ComputeKind::kElementwise, "swiglu", L, pass, Ts_ * fs, 2 * Ts_ * fs * kAct, Ts_ * fs * kAct, 8,
+      return memop(ComputeKind::kElementwise, "swiglu", L, pass, T_ * fsl, 2 * T_ * fsl * kAct, T_ * fsl * kAct, 8,
                    deps);
     case Node::kSDown:
-      return matmul("shared experts down", L, pass, Ts_, h_, fs, deps);
+      return shared_scatter(L, pass, matmul("shared experts down", L, pass, T_, h_, fsl, deps));
     case Node::kEUp:
       return experts_matmul("experts up", L, pass, me, 2 * fel, h_, deps);
     case Node::kEAct:
@@ -153,17 +180,22 @@ OpId StageLowering::moe_backward(int32_t L, OpId cur, OpId weights, const LayerO
   y = moe_dispatch(L, pass, {y});
   OpId shared = kNone;
   if (m_.moe.shared_experts > 0) {
-    const int64_t fs = m_.moe.shared_experts * fe;
-    const OpId g = fp8_backward_casts(Node::kSDown, L, cur);
-    shared = matmul("shared experts down dgrad", L, pass, Ts_, fs, h_, {g});
-    matmul("shared experts down wgrad", L, pass, fs, h_, Ts_, {g, rec[Node::kSAct]}, 1.0, 1, Operands::kWeightGrad);
-    shared = memop(ComputeKind::kElementwise, "swiglu", L, pass, Ts_ * fs, 3 * Ts_ * fs * kAct, 2 * Ts_ * fs * kAct, 12,
+    // The shared MLP's backward over tp: the output gradient gathered (the
+    // reduce-scatter's transpose), the input re-gathered for the up
+    // projection's weight gradient, the input gradient reduced.
+    const int64_t fsl = shared_width();
+    const OpId g =
+        fp8_backward_casts(Node::kSDown, L, shared_gather("shared experts all-gather", L, pass, {cur}).front());
+    shared = matmul("shared experts down dgrad", L, pass, T_, fsl, h_, {g});
+    matmul("shared experts down wgrad", L, pass, fsl, h_, T_, {g, rec[Node::kSAct]}, 1.0, 1, Operands::kWeightGrad);
+    shared = memop(ComputeKind::kElementwise, "swiglu", L, pass, T_ * fsl, 3 * T_ * fsl * kAct, 2 * T_ * fsl * kAct, 12,
                    {shared, rec[Node::kSUp]});
     shared = fp8_backward_casts(Node::kSUp, L, shared);
-    const OpId sd = matmul("shared experts up dgrad", L, pass, Ts_, h_, 2 * fs, {shared});
-    matmul("shared experts up wgrad", L, pass, h_, 2 * fs, Ts_, {shared, rec[Node::kLn2]}, 1.0, 1,
-           Operands::kWeightGrad);
-    shared = sd;
+    const OpId sd = matmul("shared experts up dgrad", L, pass, T_, h_, 2 * fsl, {shared});
+    std::vector<OpId> input = shared_gather("shared experts input all-gather", L, pass, {rec[Node::kLn2]});
+    input.push_back(shared);
+    matmul("shared experts up wgrad", L, pass, h_, 2 * fsl, T_, input, 1.0, 1, Operands::kWeightGrad);
+    shared = shared_scatter(L, pass, sd);
   }
   y = fp8_backward_casts(Node::kEDown, L, y);
   OpId dg = experts_matmul("experts down dgrad", L, pass, me, fel, h_, {y});

@@ -62,7 +62,9 @@ DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t s
   DeviceParams dp;
   dp.dense_layer = attention + (m.gated() ? 3 : 2) * f * h + pc.per_layer_other;
   if (m.is_moe()) {
-    dp.moe_layer_replicated = attention + pc.per_layer_other + pc.router + pc.shared_experts * pc.expert;
+    // Shared experts split over tp like the dense MLP (Megatron-Core's SharedExpertMLP).
+    dp.moe_layer_replicated =
+        attention + pc.per_layer_other + pc.router + (pc.shared_experts * pc.expert + tp - 1) / tp;
     dp.moe_layer_experts = m.moe.experts / ep * pc.expert / std::max<int64_t>(expert_tp, 1);
   }
   const int64_t vocab_rows = padded_vocab(m, tp) / tp * h;  // this rank's padded slice

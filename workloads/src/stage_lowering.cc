@@ -327,7 +327,10 @@ void StageLowering::optimizer() {
                p_.zero >= 1 ? "grad reduce-scatter" : "grad all-reduce", -1, Pass::kBackward, bytes,
                p_.grad_reduce_dtype, {b_.last(kC)});
   }
-  const bool sharded = p_.zero >= 1 && shards_ > 1;
+  // Experts replicated over tp (expert_tp 1) shard their states over those
+  // replicas even where dp·cp is 1 (Megatron-Core's expert data-parallel
+  // group): a dense shard of one is the whole.
+  const bool sharded = p_.zero >= 1 && (shards_ > 1 || expert_shards_ > 1);
   auto shard = [&](int64_t x, int64_t n) { return sharded ? (x + n - 1) / n : x; };
   const int64_t params = shard(dense, fsdp_ ? fsdp_shards_ : shards_) + shard(experts, expert_shards_);
   Op o = base("adam", -1, Pass::kOptimizer, kC);
@@ -347,6 +350,7 @@ void StageLowering::optimizer() {
   const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
   if (!sharded || fsdp_ || p_.overlap_param_gather) return;
   for (const auto& [bucket, axes] : {std::pair{&dense_, kDpAxis}, std::pair{&expert_, expert_axes_}}) {
+    if (bucket == &dense_ && shards_ == 1) continue;  // nothing to gather back
     for (int64_t params_in_bucket : bucket->flushed) {
       collective(CollectiveKind::kAllGather, axes, kGather, "param all-gather", -1, Pass::kOptimizer,
                  params_in_bucket * param_gather_bytes(), param_gather_dtype(), {adam});
@@ -361,13 +365,13 @@ void StageLowering::optimizer() {
 /// order, on the gather stream; buckets hold grad_bucket_bytes of
 /// gradients, as the reduce-scatters do.
 void StageLowering::gather_params_at_start() {
-  if (!(p_.zero >= 1 && p_.zero < 3 && shards_ > 1 && p_.overlap_param_gather)) return;
+  if (!(p_.zero >= 1 && p_.zero < 3 && (shards_ > 1 || expert_shards_ > 1) && p_.overlap_param_gather)) return;
   int64_t bucket_params = 0, bucket_experts = 0;
   std::vector<size_t> waiting;  // unit indices whose bucket is not issued yet
   auto issue = [&] {
     if (bucket_params + bucket_experts == 0) return;
     OpId op = kNone;
-    if (bucket_params > 0) {
+    if (bucket_params > 0 && shards_ > 1) {
       op = collective(CollectiveKind::kAllGather, kDpAxis, kGather, "param all-gather", -1, Pass::kForward,
                       bucket_params * param_gather_bytes(), param_gather_dtype(), {});
     }

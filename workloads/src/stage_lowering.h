@@ -642,6 +642,9 @@ class StageLowering {
   OpId moe_dispatch(int32_t L, Pass pass, const std::vector<OpId>& deps);
   OpId moe_combine(int32_t L, Pass pass, const std::vector<OpId>& deps);
   OpId moe_node(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps);
+  int64_t shared_width() const;
+  std::vector<OpId> shared_gather(std::string_view name, int32_t L, Pass pass, const std::vector<OpId>& deps);
+  OpId shared_scatter(int32_t L, Pass pass, OpId x);
   OpId moe_backward(int32_t L, OpId cur, OpId weights, const LayerOps& rec, OpId& wgrad);
   // Chunks, gradient reduction and the optimizer (stage_lowering.cc).
   /// A gradient bucket of one parameter group (dense, or experts, which are

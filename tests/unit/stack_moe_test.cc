@@ -1,0 +1,118 @@
+// Mixture-of-experts mechanisms as Megatron-Core and torchtitan run them
+// (docs/model.md, sections 1 and 7): shared experts over tensor
+// parallelism, the all-to-alls under per-op selective checkpointing, and
+// the experts' optimizer states sharded over their replicas. The dispatchers
+// and expert tensor parallelism are in stack_test.cc.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "program_queries.h"
+#include "shardsim/workloads/lower.h"
+#include "shardsim/workloads/memory.h"
+#include "test_helpers.h"
+
+namespace shardsim {
+namespace {
+
+using testing::named;
+using testing::stage0;
+
+std::vector<Override> with(std::vector<Override> base, const std::vector<Override>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+// Two MoE layers of 8 experts (top 2, FFN 2048) and one shared expert on 8
+// H100s: h 1024, 2048 tokens a sequence.
+constexpr const char* kTinyMoe = R"({"model": {"name": "tiny-moe", "layers": 2, "hidden": 1024,
+      "ffn_hidden": 4096, "heads": 8, "kv_heads": 8, "vocab": 32000,
+      "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 2048, "shared_experts": 1}},
+    "cluster": {"chip": "h100-sxm", "devices": 8, "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}},
+    "plan": {"dp": 8, "ep": 4, "global_batch": 8, "seq_len": 2048}})";
+
+// Megatron-Core's SharedExpertMLP is an MLP on the tp group: column- then
+// row-parallel, on the sequence gathered under sequence parallelism (which
+// an MoE layer needs under tp > 1)
+// (megatron/core/transformer/moe/shared_experts.py). Each tp rank holds 1/tp
+// of it; its GEMMs run the whole sequence at 1/tp of the width (the same
+// FLOPs as the whole MLP on a 1/tp shard of tokens); the gathers and the
+// reduce-scatter carry the sequence's T·h bf16 values.
+TEST(StackMechanisms, SharedExpertsAreSplitOverTensorParallelism) {
+  const int64_t T = 2048, h = 1024, fs = 2048, tp = 2;
+  const std::vector<Override> tp2 = {
+      {"plan.tp", "2"}, {"plan.dp", "4"}, {"plan.global_batch", "4"}, {"plan.sequence_parallel", "true"}};
+  const Scenario s = testing::scenario(kTinyMoe, tp2);
+  const Program p = stage0(s);
+  const std::vector<OpId> up = named(p, "shared experts up", 0, 0, Pass::kForward);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(p.op(up.front()).m, T);
+  EXPECT_EQ(p.op(up.front()).n, 2 * fs / tp);
+  EXPECT_EQ(p.op(up.front()).k, h);
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const std::vector<OpId> ag = named(p, "shared experts all-gather", 0, 0, pass);
+    const std::vector<OpId> rs = named(p, "shared experts reduce-scatter", 0, 0, pass);
+    ASSERT_EQ(ag.size(), 1u);  // forward the input, backward the output gradient
+    ASSERT_EQ(rs.size(), 1u);  // forward the output, backward the input gradient
+    for (OpId i : {ag.front(), rs.front()}) {
+      EXPECT_EQ(p.op(i).axes, axis_bit(MeshAxis::kTp));
+      EXPECT_EQ(p.op(i).comm_bytes.value(), T * h * 2);
+    }
+  }
+  // The up projection's weight gradient reads the re-gathered input.
+  EXPECT_EQ(named(p, "shared experts input all-gather", 0, 0, Pass::kBackward).size(), 1u);
+  // Each tp rank holds half the shared expert: its weights are half those
+  // of tp 1 (3·h·fs parameters a layer).
+  auto shared_weights = [&](const std::vector<Override>& sets) {
+    const auto weights = [&](const char* n) {
+      return testing::component(
+          training_memory(testing::scenario(kTinyMoe, with(sets, {{"model.moe.shared_experts", n}}))), "weights");
+    };
+    return weights("1") - weights("0");
+  };
+  const int64_t one = shared_weights({});
+  EXPECT_GT(one, 0);
+  EXPECT_EQ(shared_weights(tp2) * tp, one);
+}
+
+// torchtitan's per-op selective checkpointing saves the outputs of its
+// comm_ops, all_to_all_single among them, "to avoid re-communication"
+// (torchtitan/distributed/activation_checkpoint.py): the dispatch and
+// combine are not re-run in the backward, where full recomputation re-runs
+// them.
+TEST(StackMechanisms, PerOpCheckpointingKeepsTheMoeAllToAlls) {
+  const Program sac =
+      stage0(testing::scenario(kTinyMoe, {{"plan.framework", "torchtitan"}, {"plan.recompute", "op_sac"}}));
+  const Program full = stage0(testing::scenario(kTinyMoe, {{"plan.recompute", "full"}}));
+  for (const char* n : {"moe dispatch", "moe combine"}) {
+    EXPECT_TRUE(named(sac, n, 0, 0, Pass::kRecompute).empty()) << n;
+    EXPECT_FALSE(named(full, n, 0, 0, Pass::kRecompute).empty()) << n;
+  }
+}
+
+// With one data-parallel replica (dp·cp 1) and experts whole on each of 8
+// tp ranks, ZeRO still shards the experts' states over their 8 replicas
+// (Megatron-Core's expert data-parallel group): Adam updates the dense
+// parameters and an eighth of the experts', the updated experts are
+// gathered back over tp, and the memory report's optimizer state is what
+// Adam updates (12 bytes a parameter: fp32 master and two moments).
+TEST(StackMechanisms, ZeroShardsExpertStatesOverTheirReplicasWithOneDataParallelReplica) {
+  const Scenario s = testing::scenario(kTinyMoe, {{"plan.tp", "8"},
+                                                  {"plan.dp", "1"},
+                                                  {"plan.ep", "1"},
+                                                  {"plan.global_batch", "1"},
+                                                  {"plan.sequence_parallel", "true"},
+                                                  {"plan.zero", "1"},
+                                                  {"plan.overlap_param_gather", "false"}});
+  const Program p = stage0(s);
+  const std::vector<OpId> adam = named(p, "adam");
+  ASSERT_EQ(adam.size(), 1u);
+  EXPECT_EQ(p.op(adam.front()).m * 12, testing::component(training_memory(s), "optimizer_state"));
+  int gathers = 0;
+  for (OpId i : named(p, "param all-gather")) gathers += p.op(i).axes != axis_bit(MeshAxis::kDp);
+  EXPECT_GT(gathers, 0);
+}
+
+}  // namespace
+}  // namespace shardsim
