@@ -58,7 +58,15 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
       return PlanIssue{"fsdp_shard_size",
                        "fsdp_shard_size (" + s(p.fsdp_shard_size) + ") must divide dp (" + s(p.dp) + ")"};
     }
-    if (p.ep > 1) return PlanIssue{"fsdp_shard_size", "hybrid FSDP with expert parallelism is not supported yet"};
+    if (p.ep > 1 || m.is_moe()) {
+      // The experts' shard and replica groups under hybrid FSDP are not
+      // modelled (their gradients would reduce over the wrong group).
+      return PlanIssue{"fsdp_shard_size", "hybrid FSDP of a mixture of experts is not supported yet"};
+    }
+    if (p.fsdp_shard_size * p.cp == 1) {
+      return PlanIssue{"fsdp_shard_size",
+                       "fsdp_shard_size 1 shards nothing: use zero 0 (data parallelism) or a shard group above 1"};
+    }
   }
   if (p.dp % p.ep != 0)
     return PlanIssue{"ep",
@@ -117,6 +125,9 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
   if (p.pp > 1024) return PlanIssue{"pp", "at most 1024 pipeline stages are supported"};
   if (p.schedule == PipelineSchedule::kOneFOneB && p.virtual_stages > 1) {
     return PlanIssue{"virtual_stages", "virtual_stages > 1 needs schedule \"interleaved\" (or \"gpipe\")"};
+  }
+  if (p.pp == 1 && p.virtual_stages > 1) {
+    return PlanIssue{"virtual_stages", "virtual_stages > 1 needs pp > 1: model chunks interleave over pipeline stages"};
   }
   if (p.layers_per_stage.empty()) {
     if (p.pp * p.virtual_stages > m.layers) {
