@@ -3,6 +3,9 @@
 // several models and plans.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "test_helpers.h"
@@ -260,6 +263,54 @@ TEST(Lowering, DependenciesPointBackwards) {
     for (OpId d : p.deps(i)) EXPECT_LT(d, i);
     for (OpId n : p.succs(i)) EXPECT_GT(n, i);
   }
+}
+
+// Tied embeddings over pp > 1 (Megatron): the first stage holds the table
+// as its own copy, beside the last stage's output layer, and the two sum
+// their gradients before the step (_allreduce_word_embedding_grads): each
+// end sends the other its whole gradient (fp32: grad_reduce_dtype), and
+// Adam waits for it; the middle stages take no part, and with pp 1 the one
+// table is counted once. GPT-3 175B at tp 8: 51200 / 8 x 12288 rows.
+TEST(Lowering, TiedEmbeddingsOverPipelineStagesSumTheirGradients) {
+  const std::string json = R"({"model": "gpt3-175b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 1, "tp": 8, "pp": 8, "sequence_parallel": true, "global_batch": 8, "seq_len": 2048}})";
+  const Scenario s = testing::scenario(json);
+  ASSERT_TRUE(s.model.tied_embeddings);
+  constexpr int64_t kRows = 51200LL / 8 * 12288;
+  const ProgramSet step = lower_training_step(s);
+  for (size_t stage = 0; stage < step.stages.size(); ++stage) {
+    const Program& p = step.stages[stage];
+    int sends = 0, recvs = 0;
+    OpId recv = kNoOp, adam = kNoOp;
+    for (OpId i = 0; i < p.size(); ++i) {
+      const std::string label = p.label(i);
+      const Op& o = p.op(i);
+      if (label.find("embedding grad send") != std::string::npos) {
+        ++sends;
+        EXPECT_EQ(o.comm_bytes.value(), kRows * 4);
+        EXPECT_EQ(o.peer, stage == 0 ? -1 : 1);  // round the pp ring to the other end
+      }
+      if (label.find("embedding grad recv") != std::string::npos) {
+        ++recvs;
+        recv = i;
+      }
+      if (p.name(o) == "adam") adam = i;
+    }
+    const bool end = stage == 0 || stage + 1 == step.stages.size();
+    EXPECT_EQ(sends, end ? 1 : 0) << stage;
+    EXPECT_EQ(recvs, end ? 1 : 0) << stage;
+    if (end) {
+      ASSERT_NE(adam, kNoOp);
+      const auto deps = p.deps(adam);
+      EXPECT_NE(std::find(deps.begin(), deps.end(), recv), deps.end()) << stage;
+    }
+  }
+  // The first stage's weights hold the copy: pp 8 against untied, whose
+  // first stage holds its own (untied) table of the same size.
+  auto first_stage_weights = [&](const std::vector<Override>& sets) {
+    return component(training_memory(testing::scenario(json, sets)), "weights");
+  };
+  EXPECT_EQ(first_stage_weights({}), first_stage_weights({{"model.tied_embeddings", "false"}}));
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ StageShape stage_shape(const Scenario& s, const ChunkLayout& layout, LayerMemory
       act += lm.kept;
       st.recompute_extra = std::max(st.recompute_extra, lm.recomputed);
     }
-    if (g == 0) st.params += dp.embedding;
+    if (g == 0) st.params += dp.embedding + (p.pp > 1 ? dp.tied_copy : 0);
     if (g == p.chunks() - 1) {
       st.params += dp.head;
       st.has_head = true;

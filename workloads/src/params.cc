@@ -70,6 +70,7 @@ DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t s
   const int64_t vocab_rows = padded_vocab(m, tp) / tp * h;  // this rank's padded slice
   dp.embedding = (m.tied_embeddings ? 0 : vocab_rows) + (m.position == PositionKind::kLearned ? seq_len * h : 0);
   dp.head = vocab_rows + pc.final_norm;
+  dp.tied_copy = m.tied_embeddings ? vocab_rows : 0;
   return dp;
 }
 

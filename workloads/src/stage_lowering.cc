@@ -333,6 +333,29 @@ void StageLowering::optimizer() {
   const bool sharded = p_.zero >= 1 && (shards_ > 1 || expert_shards_ > 1);
   auto shard = [&](int64_t x, int64_t n) { return sharded ? (x + n - 1) / n : x; };
   const int64_t params = shard(dense, fsdp_ ? fsdp_shards_ : shards_) + shard(experts, expert_shards_);
+  // Tied embeddings over pp > 1: the first stage's table and the last
+  // stage's output layer are one weight, their gradients summed between
+  // the two after the data-parallel reduction and before the step
+  // (Megatron-Core's finalize_model_grads, _allreduce_word_embedding_grads;
+  // an all-reduce of two: each side sends its whole gradient).
+  OpId tied = kNone;
+  if (tied_copy_ > 0 && (stage_ == 0 || stage_ == p_.pp - 1)) {
+    const int8_t toward = stage_ == 0 ? -1 : 1;  // the other end, round the pp ring
+    const int64_t bytes = tied_copy_ * dtype_bytes(p_.grad_reduce_dtype);
+    Op snd = base("embedding grad send", -1, Pass::kOptimizer, p2p_stream(TrainStreams::kSendPrev));
+    snd.kind = OpKind::kSend;
+    snd.peer = toward;
+    snd.peer_axis = MeshAxis::kPp;
+    snd.comm_bytes = Bytes(bytes);
+    const std::vector<OpId> ready = {b_.has_last(kReduce) ? b_.last(kReduce) : kNone, b_.last(kC)};
+    b_.add(snd, ready);
+    Op rcv = base("embedding grad recv", -1, Pass::kOptimizer, p2p_stream(TrainStreams::kRecv));
+    rcv.kind = OpKind::kRecv;
+    rcv.peer = toward;
+    rcv.peer_axis = MeshAxis::kPp;
+    rcv.comm_bytes = Bytes(bytes);
+    tied = b_.add(rcv, ready);
+  }
   Op o = base("adam", -1, Pass::kOptimizer, kC);
   o.compute = ComputeKind::kOptimizer;
   o.dtype = DType::kFp32;
@@ -347,7 +370,7 @@ void StageLowering::optimizer() {
   o.flops = Flops(12.0 * static_cast<double>(params));
   o.bytes_read = Bytes(params * (dtype_bytes(p_.grad_reduce_dtype) + state + param_read));
   o.bytes_written = Bytes(params * (state + 2));
-  const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone});
+  const OpId adam = b_.add(o, {b_.has_last(kReduce) ? b_.last(kReduce) : kNone, tied});
   if (!sharded || fsdp_ || p_.overlap_param_gather) return;
   for (const auto& [bucket, axes] : {std::pair{&dense_, kDpAxis}, std::pair{&expert_, expert_axes_}}) {
     if (bucket == &dense_ && shards_ == 1) continue;  // nothing to gather back

@@ -141,7 +141,8 @@ class StageLowering {
     moe_dense_params_ = params.moe_layer_replicated;
     moe_expert_params_ = params.moe_layer_experts;
     if (m_.is_moe()) local_experts_ = m_.moe.experts / p_.ep;
-    embed_params_ = params.embedding;
+    embed_params_ = params.embedding + (p_.pp > 1 ? params.tied_copy : 0);
+    tied_copy_ = p_.pp > 1 ? params.tied_copy : 0;
     head_params_ = params.head;
     chunks_ = p_.chunks();
     v_chunks_ = p_.virtual_stages;
@@ -699,6 +700,7 @@ class StageLowering {
   int32_t v_chunks_ = 1;
   bool fsdp_ = false;
   int64_t layer_params_ = 0, embed_params_ = 0, head_params_ = 0;
+  int64_t tied_copy_ = 0;     // the tied embedding table a first or last stage holds (pp > 1)
   double vocab_model_ = 1.0;  // model share of the padded vocabulary
   int32_t mb_ = 0;
   std::vector<std::vector<OpId>> fwd_end_;                  // [chunk][microbatch]

@@ -148,6 +148,10 @@ struct DeviceParams {
   int64_t moe_layer_experts = 0;     ///< an MoE layer's local routed experts
   int64_t embedding = 0;             ///< embedding rows (0 when tied) and learned positions
   int64_t head = 0;                  ///< unembedding rows and the final norm
+  /// Tied embeddings: the table a first pipeline stage holds as its own
+  /// copy when the head sits on another stage (Megatron keeps both and
+  /// all-reduces their gradients); 0 when untied.
+  int64_t tied_copy = 0;
 };
 /// `expert_tp`: experts' MLPs split over that many tensor-parallel ranks.
 DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t seq_len, int64_t expert_tp = 1);
