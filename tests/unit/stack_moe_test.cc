@@ -19,7 +19,7 @@ namespace {
 using testing::named;
 using testing::stage0;
 
-std::vector<Override> with(std::vector<Override> base, const std::vector<Override>& more) {
+std::vector<Override> also(std::vector<Override> base, const std::vector<Override>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;
 }
@@ -67,7 +67,7 @@ TEST(StackMechanisms, SharedExpertsAreSplitOverTensorParallelism) {
   auto shared_weights = [&](const std::vector<Override>& sets) {
     const auto weights = [&](const char* n) {
       return testing::component(
-          training_memory(testing::scenario(kTinyMoe, with(sets, {{"model.moe.shared_experts", n}}))), "weights");
+          training_memory(testing::scenario(kTinyMoe, also(sets, {{"model.moe.shared_experts", n}}))), "weights");
     };
     return weights("1") - weights("0");
   };
