@@ -173,19 +173,22 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<
   return b_.add(o, deps);
 }
 
-/// One step of context-parallel attention on a block: this device's queries
-/// (T tokens) against T keys, 1/cp² of the causal work (load-balanced).
-Op StageLowering::cp_attention_step(int32_t layer, Pass pass, int64_t read, int64_t write) {
+/// One step of context-parallel attention: by default a block, this
+/// device's queries (T tokens) against T keys, 1/cp² of the causal work
+/// (load-balanced); or `queries` against `keys` (per sequence) doing
+/// `share` of it.
+Op StageLowering::cp_attention_step(int32_t layer, Pass pass, int64_t read, int64_t write, double share,
+                                    int64_t queries, int64_t keys) {
   const bool backward = pass == Pass::kBackward;
   const double total = attention_flops(layer);
   Op o = base("cp attention", layer, pass, kC);
   o.compute = ComputeKind::kAttention;
   o.kernel = p_.attention_kernel;
   o.batch = p_.microbatch_size;
-  o.m = T_ / p_.microbatch_size;
-  o.n = T_ / p_.microbatch_size;
+  o.m = queries > 0 ? queries : T_ / p_.microbatch_size;
+  o.n = keys > 0 ? keys : T_ / p_.microbatch_size;
   o.k = a_ * d_;
-  o.flops = Flops((backward ? 2.0 : 1.0) * total / static_cast<double>(cp_ * cp_));
+  o.flops = Flops((backward ? 2.0 : 1.0) * total * (share > 0 ? share : 1.0 / static_cast<double>(cp_ * cp_)));
   o.model_flops = o.flops * model_share(pass, 1.0);
   o.bytes_read = Bytes(read);
   o.bytes_written = Bytes(write);
@@ -215,11 +218,8 @@ OpId StageLowering::allgather_cp_attention(int32_t layer, Pass pass, const std::
   OpId x = kv;
   for (int i = 0; i < 2; ++i) {
     Op step = cp_attention_step(layer, pass, (backward ? q + 2 * out : q) / 2 + kv_local * cp_ / 2,
-                                backward ? q / 2 + kv_local * cp_ / 2 : out / 2);
-    step.m = T_ / p_.microbatch_size / 2;
-    step.n = p_.seq_len / 2;
-    step.flops = Flops(step.flops.value() * static_cast<double>(cp_) / 2.0);
-    step.model_flops = step.flops * model_share(pass, 1.0);
+                                backward ? q / 2 + kv_local * cp_ / 2 : out / 2, 0.5 / static_cast<double>(cp_),
+                                T_ / p_.microbatch_size / 2, p_.seq_len / 2);
     step.mem_transient = step.mem_transient + Bytes(held);
     x = b_.add(step, {x});
   }

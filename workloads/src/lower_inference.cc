@@ -54,7 +54,7 @@ class InferenceLowering {
     logits_rows_ = shape_.prefill_completing + shape_.decode_sequences * shape_.decode_tokens;
     t_ = p_.tp;
     a_ = m_.heads / t_;
-    kv_ = m_.kv_heads >= t_ ? m_.kv_heads / t_ : 1;
+    kv_ = m_.kv_heads_per_rank(t_);
     d_ = m_.qk_head_dim();
     dv_ = m_.v_head_dim();
     h_ = m_.hidden;

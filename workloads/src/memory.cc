@@ -186,7 +186,7 @@ MemoryReport resident(const Scenario& s, const StageShape& st) {
   }
   if (p.pp > 1) buffers += 4 * (p.sequence_parallel ? T / t : T) * m.hidden * 2;  // send/recv, both ways
   if (p.cp > 1) {
-    const int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;
+    const int64_t kv = m.kv_heads_per_rank(t);
     buffers += 2 * 2 * T * kv * (m.qk_head_dim() + m.v_head_dim()) * 2;  // ring attention: two K,V(+dK,dV) blocks
   }
   add("comm_buffers", buffers);

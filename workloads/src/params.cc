@@ -54,7 +54,7 @@ DeviceParams device_params(const ModelSpec& m, int64_t tp, int64_t ep, int64_t s
   const ParamCount pc = count_params(m);
   const int64_t h = m.hidden, d = m.head_dim;
   const int64_t a = m.heads / tp;
-  const int64_t kv = m.kv_heads >= tp ? m.kv_heads / tp : 1;
+  const int64_t kv = m.kv_heads_per_rank(tp);
   const int64_t f = m.ffn_hidden / tp;
   // MLA: the down projections replicated over tp (Megatron-Core's MLA
   // duplicates them), the up and output projections split by head.

@@ -24,8 +24,8 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
     }
     // The keys' and values' heads too (Transformer Engine's
     // AttnFuncWithCPAndQKVOA2A: "requires num_heads % cp_size == 0 for Q, K,
-    // V"); a tp rank holds one KV head at least (replicated when tp > kv_heads).
-    const int64_t kv_local = m.kv_heads >= p.tp ? m.kv_heads / std::max<int64_t>(p.tp, 1) : 1;
+    // V").
+    const int64_t kv_local = m.kv_heads_per_rank(std::max<int64_t>(p.tp, 1));
     if (p.cp_comm == Plan::CpComm::kAllToAll && kv_local % p.cp != 0) {
       return PlanIssue{"cp_comm", "all-to-all context parallelism needs cp (" + s(p.cp) +
                                       ") to divide the key/value heads per tensor-parallel rank (" + s(kv_local) + ")"};

@@ -341,20 +341,11 @@ void StageLowering::optimizer() {
   OpId tied = kNone;
   if (tied_copy_ > 0 && (stage_ == 0 || stage_ == p_.pp - 1)) {
     const int8_t toward = stage_ == 0 ? -1 : 1;  // the other end, round the pp ring
-    const int64_t bytes = tied_copy_ * dtype_bytes(p_.grad_reduce_dtype);
-    Op snd = base("embedding grad send", -1, Pass::kOptimizer, p2p_stream(TrainStreams::kSendPrev));
-    snd.kind = OpKind::kSend;
-    snd.peer = toward;
-    snd.peer_axis = MeshAxis::kPp;
-    snd.comm_bytes = Bytes(bytes);
-    const std::vector<OpId> ready = {b_.has_last(kReduce) ? b_.last(kReduce) : kNone, b_.last(kC)};
-    b_.add(snd, ready);
-    Op rcv = base("embedding grad recv", -1, Pass::kOptimizer, p2p_stream(TrainStreams::kRecv));
-    rcv.kind = OpKind::kRecv;
-    rcv.peer = toward;
-    rcv.peer_axis = MeshAxis::kPp;
-    rcv.comm_bytes = Bytes(bytes);
-    tied = b_.add(rcv, ready);
+    tied = ring_exchange("embedding grad send", "embedding grad recv", -1, Pass::kOptimizer, MeshAxis::kPp,
+                         p2p_stream(TrainStreams::kSendPrev), p2p_stream(TrainStreams::kRecv),
+                         tied_copy_ * dtype_bytes(p_.grad_reduce_dtype),
+                         {b_.has_last(kReduce) ? b_.last(kReduce) : kNone, b_.last(kC)}, /*holds_sms=*/true, toward,
+                         toward);
   }
   Op o = base("adam", -1, Pass::kOptimizer, kC);
   o.compute = ComputeKind::kOptimizer;

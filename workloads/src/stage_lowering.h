@@ -92,7 +92,7 @@ struct LayerShape {
       : T(p.microbatch_size * p.seq_len / p.cp),
         Ts(p.sequence_parallel ? T / p.tp : T),
         a(m.heads / p.tp),
-        kv(m.kv_heads >= p.tp ? m.kv_heads / p.tp : 1),
+        kv(m.kv_heads_per_rank(p.tp)),
         f(m.ffn_hidden / p.tp) {}
   /// MoE: token slots this device routes (capacity_factor · Ts · top_k).
   int64_t moe_slots(const ModelSpec& m) const {
@@ -128,7 +128,7 @@ class StageLowering {
     T_ = p_.microbatch_size * p_.seq_len / cp_;  // tokens of this device's sequence shard
     Ts_ = p_.sequence_parallel ? T_ / t_ : T_;
     a_ = m_.heads / t_;
-    kv_ = m_.kv_heads >= t_ ? m_.kv_heads / t_ : 1;
+    kv_ = m_.kv_heads_per_rank(t_);
     d_ = m_.qk_head_dim();
     dv_ = m_.v_head_dim();
     h_ = m_.hidden;
@@ -320,7 +320,8 @@ class StageLowering {
   OpId allgather_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId pytorch_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps, bool gathered);
   OpId a2a_cp_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
-  Op cp_attention_step(int32_t layer, Pass pass, int64_t read, int64_t write);
+  Op cp_attention_step(int32_t layer, Pass pass, int64_t read, int64_t write, double share = 0, int64_t queries = 0,
+                       int64_t keys = 0);
   OpId fused_attention(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   std::vector<OpId> repeat_kv(int32_t layer, Pass pass, const std::vector<OpId>& deps);
   OpId collective(CollectiveKind kind, uint8_t axes, StreamId stream, std::string_view name, int32_t layer, Pass pass,
@@ -391,20 +392,22 @@ class StageLowering {
   /// One step of a ring over `axis`: a send of `bytes` to the next member
   /// (after `deps`) and the matching receive from the previous one, on their
   /// own streams (ring attention's KV blocks, userbuffers' ring exchange;
-  /// `holds_sms` false for copy-engine transfers). Returns the receive.
+  /// `holds_sms` false for copy-engine transfers); or, with `send_peer` and
+  /// `recv_peer`, an exchange with the members that far along `axis`
+  /// (wrapping round). Returns the receive.
   OpId ring_exchange(std::string_view send_name, std::string_view recv_name, int32_t layer, Pass pass, MeshAxis axis,
                      StreamId send_stream, StreamId recv_stream, int64_t bytes, const std::vector<OpId>& deps,
-                     bool holds_sms = true) {
+                     bool holds_sms = true, int8_t send_peer = 1, int8_t recv_peer = -1) {
     Op snd = base(send_name, layer, pass, send_stream);
     snd.kind = OpKind::kSend;
-    snd.peer = 1;
+    snd.peer = send_peer;
     snd.peer_axis = axis;
     snd.comm_bytes = Bytes(bytes);
     snd.holds_sms = holds_sms;
     b_.add(snd, deps);
     Op rcv = base(recv_name, layer, pass, recv_stream);
     rcv.kind = OpKind::kRecv;
-    rcv.peer = -1;
+    rcv.peer = recv_peer;
     rcv.peer_axis = axis;
     rcv.comm_bytes = Bytes(bytes);
     rcv.holds_sms = holds_sms;

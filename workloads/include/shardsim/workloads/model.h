@@ -92,8 +92,11 @@ struct ModelSpec {
   /// which every rank keeps whole.
   int64_t kv_cache_values(int64_t tp) const {
     if (is_mla()) return mla.kv_lora_rank + mla.qk_rope_head_dim;
-    return 2 * (kv_heads >= tp ? kv_heads / tp : 1) * head_dim;
+    return 2 * kv_heads_per_rank(tp) * head_dim;
   }
+  /// KV heads each of tp ranks holds: kv_heads / tp, or one head replicated
+  /// when tp exceeds them (Megatron-Core's GQA under tensor parallelism).
+  int64_t kv_heads_per_rank(int64_t tp) const { return kv_heads >= tp ? kv_heads / tp : 1; }
   bool gated() const { return mlp == MlpKind::kSwiglu || mlp == MlpKind::kGeglu; }
   /// Whether `layer` attends through a sliding window.
   bool windowed(int64_t layer) const {
