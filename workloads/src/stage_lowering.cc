@@ -309,6 +309,42 @@ void StageLowering::flush_bucket() {
   flush(expert_, expert_axes_);
 }
 
+/// A memory-bound op (declared, and described, in stage_lowering.h).
+OpId StageLowering::memop(ComputeKind kind, std::string_view name, int32_t layer, Pass pass, int64_t elems,
+                          int64_t read_b, int64_t write_b, double flops_per_elem, const std::vector<OpId>& deps) {
+  Op o = base(name, layer, pass, kC);
+  o.compute = kind;
+  o.m = elems;
+  o.n = 1;
+  o.k = 1;
+  o.flops = Flops(flops_per_elem * static_cast<double>(elems));
+  o.bytes_read = Bytes(read_b);
+  o.bytes_written = Bytes(write_b);
+  o.mem_transient = Bytes(std::min(read_b + write_b, kEagerLiveBytes * elems));
+  return b_.add(o, deps);
+}
+
+/// A ring step or an exchange along a mesh axis (declared, and described, in
+/// stage_lowering.h).
+OpId StageLowering::ring_exchange(std::string_view send_name, std::string_view recv_name, int32_t layer, Pass pass,
+                                  MeshAxis axis, StreamId send_stream, StreamId recv_stream, int64_t bytes,
+                                  const std::vector<OpId>& deps, bool holds_sms, int8_t send_peer, int8_t recv_peer) {
+  Op snd = base(send_name, layer, pass, send_stream);
+  snd.kind = OpKind::kSend;
+  snd.peer = send_peer;
+  snd.peer_axis = axis;
+  snd.comm_bytes = Bytes(bytes);
+  snd.holds_sms = holds_sms;
+  b_.add(snd, deps);
+  Op rcv = base(recv_name, layer, pass, recv_stream);
+  rcv.kind = OpKind::kRecv;
+  rcv.peer = recv_peer;
+  rcv.peer_axis = axis;
+  rcv.comm_bytes = Bytes(bytes);
+  rcv.holds_sms = holds_sms;
+  return b_.add(rcv);
+}
+
 /// Adam with master weights, first and second moments (fp32 by default):
 /// per parameter it reads the gradient and the three states and writes the
 /// states and the bf16 weight. ZeRO-1/2 then all-gather the updated bf16 weights

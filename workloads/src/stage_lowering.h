@@ -293,18 +293,7 @@ class StageLowering {
   int64_t stage_output_bytes() const { return Ts_ * h_ * kAct; }
 
   OpId memop(ComputeKind kind, std::string_view name, int32_t layer, Pass pass, int64_t elems, int64_t read_b,
-             int64_t write_b, double flops_per_elem, const std::vector<OpId>& deps) {
-    Op o = base(name, layer, pass, kC);
-    o.compute = kind;
-    o.m = elems;
-    o.n = 1;
-    o.k = 1;
-    o.flops = Flops(flops_per_elem * static_cast<double>(elems));
-    o.bytes_read = Bytes(read_b);
-    o.bytes_written = Bytes(write_b);
-    o.mem_transient = Bytes(std::min(read_b + write_b, kEagerLiveBytes * elems));
-    return b_.add(o, deps);
-  }
+             int64_t write_b, double flops_per_elem, const std::vector<OpId>& deps);
 
   // Attention (lower_attention.cc).
   /// The attention node `n` of layer L (kAttn, or with unfused attention one
@@ -397,22 +386,7 @@ class StageLowering {
   /// (wrapping round). Returns the receive.
   OpId ring_exchange(std::string_view send_name, std::string_view recv_name, int32_t layer, Pass pass, MeshAxis axis,
                      StreamId send_stream, StreamId recv_stream, int64_t bytes, const std::vector<OpId>& deps,
-                     bool holds_sms = true, int8_t send_peer = 1, int8_t recv_peer = -1) {
-    Op snd = base(send_name, layer, pass, send_stream);
-    snd.kind = OpKind::kSend;
-    snd.peer = send_peer;
-    snd.peer_axis = axis;
-    snd.comm_bytes = Bytes(bytes);
-    snd.holds_sms = holds_sms;
-    b_.add(snd, deps);
-    Op rcv = base(recv_name, layer, pass, recv_stream);
-    rcv.kind = OpKind::kRecv;
-    rcv.peer = recv_peer;
-    rcv.peer_axis = axis;
-    rcv.comm_bytes = Bytes(bytes);
-    rcv.holds_sms = holds_sms;
-    return b_.add(rcv);
-  }
+                     bool holds_sms = true, int8_t send_peer = 1, int8_t recv_peer = -1);
   /// A receive and, with scatter/gather, the all-gather over tp of the
   /// received slices (Megatron's gather_split_1d_tensor).
   OpId received(Pass pass) {
