@@ -4,7 +4,7 @@
 # (split-K where the tiles are fewer than the units), or with stream-K the K iterations of all
 # tiles dealt evenly over the units; each tile or piece pays a fixed fill of k_overhead K elements.
 # Beside a communication kernel the library does not know of, it still plans for `planned` units
-# while `units` are free.
+# while `units` are free. The chip's matmul_power_cap, where it has one, bounds the result.
 
 
 def cdiv(a, b):
@@ -56,4 +56,5 @@ def flop_s(chip, m, n, k, fp8=False, stream_k=False, held=0, planned_for_all=Tru
     units = chip["compute_units"] - held
     planned = chip["compute_units"] if planned_for_all else units
     left = units / chip["compute_units"]
-    return 2 * m * n * k / (peak * left * e * efficiency(chip, m, n, k, k_overhead, stream_k, units, planned))
+    cap = chip.get("matmul_power_cap", 1.0)  # the power limit's ceiling, any shape (compute_model.cc)
+    return 2 * m * n * k / (peak * left * min(e * efficiency(chip, m, n, k, k_overhead, stream_k, units, planned), cap))

@@ -27,6 +27,12 @@
 // over graphed cuBLAS decode GEMMs (4-470 MB) and cuDNN decode attention
 // (under 300 MB of cache), less the graphed launch (bench/fit_decode_kernels.py).
 //
+// At its own power limit a chip's GEMMs cannot all run at the tile loop's
+// rate: where the measured large GEMMs level off below the tile form (B200:
+// squares from 4096^3 at 1410-1450 TFLOP/s where the form fitted to a K sweep
+// keeps rising; bench/fit_published_sweep.py), the chip's matmul_power_cap
+// bounds the efficiency, eff = min(E x tile and wave terms, cap).
+//
 // A GPU held below the power limit its rates were measured at runs its SMs
 // at a lower clock: the FLOP term of a matmul or attention is divided by the
 // cluster's compute_clock_scale (the clock ratio: tensor-core throughput is
@@ -167,9 +173,11 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
                              chip.fp8_peak.value() > 0);
     const double k_overhead = chip.matmul_k_overhead * (low ? peak / chip.bf16_peak.value() : 1.0);
     const double accumulate = low && op.split_accumulator ? chip.fp8_split_accumulator_efficiency : 1.0;
-    const double format = fp4 ? chip.fp4_matmul_efficiency : low ? chip.fp8_matmul_efficiency : chip.matmul_efficiency;
-    const double eff =
-        format * accumulate * matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip, k_overhead);
+    // The power cap bounds the GEMM's average rate (a clock set over many
+    // kernels, not per wave): min(format x tile and wave terms, cap).
+    const double eff = std::min(chip.format_matmul_efficiency(op.dtype) * accumulate *
+                                    matmul_quantization_efficiency(op.m, op.n, op.k, op.batch, chip, k_overhead),
+                                chip.matmul_power_cap);
     flop_s = op.flops.value() / (peak * eff * chip.compute_clock_scale);
   } else if (op.compute == ComputeKind::kAttention) {
     flop_s = op.flops.value() /

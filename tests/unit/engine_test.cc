@@ -324,6 +324,48 @@ TEST(ComputeModel, Fp4GemmsRunAtTheFp4PeakOrFallBack) {
   EXPECT_NEAR(seconds(DType::kFp4), o.flops.value() / (1e15 * 0.8), 1e-12);
 }
 
+// The power cap bounds a GEMM's fraction of its format's peak, whatever its
+// shape: a long-K GEMM the tile form would run above it runs at the cap (fp8
+// at the same fraction of its own peak), one the tile and wave terms already
+// hold under it keeps its time, and a longer K never makes a GEMM slower per
+// FLOP. The roofline bound of the search takes the same best rate.
+TEST(ComputeModel, PowerCapBoundsLongGemmsNotShortOnes) {
+  ChipSpec c = simple_chip();
+  c.bf16_peak = FlopsPerSec(1e15);
+  c.fp8_peak = FlopsPerSec(2e15);
+  c.matmul_efficiency = 0.7;
+  c.fp8_matmul_efficiency = 0.75;
+  c.matmul_k_overhead = 120;
+  c.compute_units = 1;
+  c.tile_m = c.tile_n = c.tile_k = 1;
+  Op o;
+  o.compute = ComputeKind::kMatmul;
+  o.m = o.n = 8192;
+  auto seconds = [&](int64_t k, DType d) {
+    o.k = k;
+    o.dtype = d;
+    o.flops = Flops(2.0 * 8192 * 8192 * static_cast<double>(k));
+    return compute_time(o, c).seconds();
+  };
+  const double short_flops = 2.0 * 8192 * 8192 * 256, long_flops = 2.0 * 8192 * 8192 * 16384;
+  const double short_uncapped = seconds(256, DType::kBf16);
+  EXPECT_NEAR(short_uncapped, short_flops / (1e15 * 0.7 * 256 / 376), 1e-12);
+  c.matmul_power_cap = 0.65;
+  EXPECT_DOUBLE_EQ(seconds(256, DType::kBf16), short_uncapped);  // 0.7 x 256/376 = 0.48 < 0.65
+  EXPECT_NEAR(seconds(16384, DType::kBf16), long_flops / (1e15 * 0.65), 1e-12);
+  EXPECT_NEAR(seconds(16384, DType::kFp8), long_flops / (2e15 * 0.65), 1e-12);
+  double per_flop = 1e300;
+  for (int64_t k = 64; k <= 65536; k *= 2) {
+    const double t = seconds(k, DType::kBf16) / o.flops.value();
+    EXPECT_LE(t, per_flop * (1 + 1e-12)) << k;
+    per_flop = t;
+  }
+  EXPECT_DOUBLE_EQ(c.best_matmul_efficiency(DType::kBf16), 0.65);
+  c.matmul_power_cap = 1.0;
+  EXPECT_DOUBLE_EQ(c.best_matmul_efficiency(DType::kFp8), 0.75);
+  EXPECT_DOUBLE_EQ(c.best_matmul_efficiency(DType::kBf16), 0.7);
+}
+
 // A fused attention kernel's rate at n keys is E·n/(n + half), forward and
 // backward each with its own E and half-rate length; the backward's E is in
 // the benchmarks' convention (2.5 forwards), the lowering counts 2.

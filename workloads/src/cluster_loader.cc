@@ -37,6 +37,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.fp4_matmul_efficiency = r.number_in("fp4_matmul_efficiency", 0.01, 1, c.fp8_matmul_efficiency);
   c.fp8_split_accumulator_efficiency = r.number_in("fp8_split_accumulator_efficiency", 0.01, 1, 1);
   c.matmul_k_overhead = r.number_in("matmul_k_overhead", 0, 1e6, 0);
+  c.matmul_power_cap = r.number_in("matmul_power_cap", 0.01, 1, 1);
   c.attention_efficiency = r.number_in("attention_efficiency", 0.01, 1, 1);
   if (r.has("attention_kernels")) {
     const Json& ks = r.raw("attention_kernels");

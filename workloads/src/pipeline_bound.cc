@@ -47,7 +47,8 @@ std::vector<std::vector<ChunkWork>> chunk_work_from_flops(const Scenario& s) {
     for (const auto& point : profile->matmul) matmul_rate = std::max(matmul_rate, point.flops_per_s);
     attention_rate = profile->attention_flops_per_s;
   } else {
-    matmul_rate = c.matmul_peak(p.matmul_dtype).value() * c.matmul_efficiency * c.compute_clock_scale;
+    matmul_rate =
+        c.matmul_peak(p.matmul_dtype).value() * c.best_matmul_efficiency(p.matmul_dtype) * c.compute_clock_scale;
     attention_rate = std::max(c.bf16_peak.value(), c.fp8_peak.value()) * c.attention_efficiency * c.compute_clock_scale;
   }
   auto seconds = [](double flops, double rate) { return rate > 0 ? flops / rate : 0.0; };

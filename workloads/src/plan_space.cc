@@ -75,7 +75,7 @@ double compute_bound_s(const Scenario& s) {
   // Under a power cap the tensor cores run at compute_clock_scale of their rate.
   const double matmul_peak = c.matmul_peak(p.matmul_dtype).value() * c.compute_clock_scale;
   const double attention_peak = std::max(c.bf16_peak.value(), c.fp8_peak.value()) * c.compute_clock_scale;
-  return f.matmul / devices / (matmul_peak * c.matmul_efficiency) +
+  return f.matmul / devices / (matmul_peak * c.best_matmul_efficiency(p.matmul_dtype)) +
          f.attention / devices / (attention_peak * c.attention_efficiency);
 }
 

@@ -47,6 +47,14 @@ struct ChipSpec {
   /// of the asymptotic rate; fp8 tiles step through K twice as fast, so
   /// the same fixed time is twice the K elements.
   double matmul_k_overhead = 0;
+  /// The largest fraction of its format's peak a GEMM sustains at the
+  /// chip's power limit, whatever its shape: where the tile loop would run
+  /// faster (long K, whole waves), the clock falls until the power fits.
+  /// A GEMM's efficiency is min(format efficiency x tile and wave terms,
+  /// this); 1 where the measured rates show no such ceiling (Hopper's K
+  /// sweeps follow the tile form to K = 16384). Taken as the same fraction
+  /// for every format: energy per FLOP falls as the format's peak rises.
+  double matmul_power_cap = 1.0;
   double attention_efficiency = 1.0;  ///< fused attention fraction of peak (kernels not listed below)
   /// Measured rate of a fused attention kernel on this chip: forward and
   /// backward fraction of the bf16 peak at long sequences, in the
@@ -119,6 +127,20 @@ struct ChipSpec {
     if (d == DType::kFp4 && fp4_peak.value() > 0) return fp4_peak;
     if ((d == DType::kFp8 || d == DType::kInt8 || d == DType::kFp4) && fp8_peak.value() > 0) return fp8_peak;
     return bf16_peak;
+  }
+  /// The efficiency of the format a GEMM in `d` runs at, as a fraction of
+  /// matmul_peak(d) (fp4 without fp4 tensor cores runs at fp8's).
+  double format_matmul_efficiency(DType d) const {
+    if (d == DType::kFp4 && fp4_peak.value() > 0) return fp4_matmul_efficiency;
+    if ((d == DType::kFp8 || d == DType::kInt8 || d == DType::kFp4) && fp8_peak.value() > 0) {
+      return fp8_matmul_efficiency;
+    }
+    return matmul_efficiency;
+  }
+  /// The fraction of matmul_peak(d) no GEMM in `d` exceeds: its format's
+  /// efficiency under the power cap (the roofline bounds of the search).
+  double best_matmul_efficiency(DType d) const {
+    return format_matmul_efficiency(d) < matmul_power_cap ? format_matmul_efficiency(d) : matmul_power_cap;
   }
 };
 
