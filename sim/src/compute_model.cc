@@ -127,7 +127,9 @@ double attention_efficiency(const Op& op, const ChipSpec& chip) {
   if (op.kernel == AttentionKernel::kDefault || measured <= 0) return chip.attention_efficiency;
   // The benchmarks count a backward as 2.5 forwards (five matmuls, QK^T
   // recomputed); the lowering counts the four it must do, twice the forward.
-  const double convention = backward ? 2.0 / 2.5 : 1.0;
+  // Splash ops carry the FLOPs they execute (lower_attention.cc), so its
+  // rates are fractions of the peak over executed FLOPs.
+  const double convention = backward && op.kernel != AttentionKernel::kSplash ? 2.0 / 2.5 : 1.0;
   const double keys = static_cast<double>(std::max<int64_t>(op.n, 1));
   return measured * convention * keys / (keys + (backward ? r.backward_half_tokens : r.half_tokens));
 }

@@ -130,6 +130,14 @@ Plan off_default_plan(bool hybrid) {
   p.fp8_weight_cache = true;
   p.low_precision_saved_inputs = true;
   p.fp8_casts_fused = true;
+  p.embedding_matmul = true;
+  p.splash_block_q = 1024;
+  p.splash_block_kv = 256;
+  p.splash_block_q_dkv = 2048;
+  p.splash_block_kv_dkv = 128;
+  p.splash_block_q_dq = 64;
+  p.splash_block_kv_dq = 32;
+  p.splash_fused_backward = true;
   p.master_weights_dtype = DType::kBf16;
   p.optimizer_state_dtype = DType::kBf16;
   p.grad_bucket_bytes = 1 << 20;

@@ -162,8 +162,9 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<
   // sliding-window) pairs the kernel does not skip.
   const double fwd = attention_flops(layer);
   const bool backward = pass == Pass::kBackward;
-  o.flops = Flops(backward ? 2.0 * fwd : fwd);
-  o.model_flops = o.flops * model_share(pass, 1.0);
+  const Flops counted(backward ? 2.0 * fwd : fwd);
+  o.flops = p_.attention_kernel == AttentionKernel::kSplash ? Flops(splash_flops(layer, backward)) : counted;
+  o.model_flops = counted * model_share(pass, 1.0);
   const int64_t qkv = T_ * (a_ * d_ + kv_width(kv_)) * kAct;
   const int64_t out = T_ * a_ * dv_ * kAct;
   const int64_t lse = T_ * a_ * 4;
@@ -171,6 +172,24 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<
   o.bytes_written = Bytes(backward ? qkv : out + lse);         // backward: dq, dk, dv
   o.mem_transient = o.bytes_read + o.bytes_written;
   return b_.add(o, deps);
+}
+
+/// Splash attention as MaxText runs it (jax.experimental.pallas.ops.tpu.
+/// splash_attention, MaxText's attention_op.py): the FLOPs it executes, not
+/// the causal ones. It computes every block that holds an unmasked pair in
+/// full (Plan::splash_block_*), and its backward, without the fused kernel
+/// (sa_use_fused_bwd_kernel false, MaxText's default), runs a dkv kernel
+/// (QK^T, dO·V^T, P^T·dO, dS^T·Q) and a dq kernel (QK^T, dO·V^T, dS·K):
+/// 7 matmuls a block pair where the lowering counts 4; the fused backward
+/// runs 5. The op's time is these FLOPs at the chip's attention rate.
+double StageLowering::splash_flops(int32_t layer, bool backward) const {
+  const double per_width = 2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_);
+  auto pairs = [&](int64_t bq, int64_t bkv) { return m_.attention_block_pairs(layer, p_.seq_len, bq, bkv); };
+  const auto d = static_cast<double>(d_), dv = static_cast<double>(dv_);
+  if (!backward) return per_width * (d + dv) * pairs(p_.splash_block_q, p_.splash_block_kv);
+  const double dkv = pairs(p_.splash_block_q_dkv, p_.splash_block_kv_dkv);
+  if (p_.splash_fused_backward) return per_width * (3 * d + 2 * dv) * dkv;
+  return per_width * ((2 * d + 2 * dv) * dkv + (2 * d + dv) * pairs(p_.splash_block_q_dq, p_.splash_block_kv_dq));
 }
 
 /// One step of context-parallel attention: by default a block, this

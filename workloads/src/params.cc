@@ -81,6 +81,21 @@ double ModelSpec::attention_pairs(int64_t layer, int64_t s) const {
   return w * (w + 1.0) / 2.0 + (sd - w) * w;
 }
 
+double ModelSpec::attention_block_pairs(int64_t layer, int64_t s, int64_t bq, int64_t bkv) const {
+  // Query block i holds rows [r0, r1]; they see keys from r0 - W + 1 (0
+  // without a window) to r1, so key blocks floor(lo / bkv) .. floor(r1 / bkv).
+  const bool window = windowed(layer) && attention_window < s;
+  double pairs = 0;
+  for (int64_t r0 = 0; r0 < s; r0 += bq) {
+    const int64_t r1 = std::min(r0 + bq, s) - 1;
+    const int64_t lo = window ? std::max<int64_t>(0, r0 - attention_window + 1) : 0;
+    const int64_t first = lo / bkv, last = r1 / bkv;
+    const int64_t keys = std::min((last + 1) * bkv, s) - first * bkv;
+    pairs += static_cast<double>(r1 - r0 + 1) * static_cast<double>(keys);
+  }
+  return pairs;
+}
+
 double attention_pairs_all_layers(const ModelSpec& m, int64_t s) {
   double pairs = 0;
   for (int64_t l = 0; l < m.layers; ++l) pairs += m.attention_pairs(l, s);

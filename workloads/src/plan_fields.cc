@@ -230,6 +230,14 @@ std::vector<PlanField> make_fields() {
                      {Plan::LossKernel::kMegatron, Plan::LossKernel::kTe, Plan::LossKernel::kTorch,
                       Plan::LossKernel::kTorchBf16, Plan::LossKernel::kXla}));
   f.push_back(int_in("vocab_tiling", train, &P::vocab_tiling, 1, 4096));
+  f.push_back(boolean("embedding_matmul", train, &P::embedding_matmul));
+  f.push_back(int_in("splash_block_q", train, &P::splash_block_q, 8, int64_t{1} << 20));
+  f.push_back(int_in("splash_block_kv", train, &P::splash_block_kv, 8, int64_t{1} << 20));
+  f.push_back(int_in("splash_block_q_dkv", train, &P::splash_block_q_dkv, 8, int64_t{1} << 20));
+  f.push_back(int_in("splash_block_kv_dkv", train, &P::splash_block_kv_dkv, 8, int64_t{1} << 20));
+  f.push_back(int_in("splash_block_q_dq", train, &P::splash_block_q_dq, 8, int64_t{1} << 20));
+  f.push_back(int_in("splash_block_kv_dq", train, &P::splash_block_kv_dq, 8, int64_t{1} << 20));
+  f.push_back(boolean("splash_fused_backward", train, &P::splash_fused_backward));
   f.push_back(int_in("expert_tp", train, &P::expert_tp, 1, 1024));
   f.push_back(boolean("moe_grouped_gemm", train, &P::moe_grouped_gemm));
   f.push_back(boolean("moe_dedup", train, &P::moe_dedup));

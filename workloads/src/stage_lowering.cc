@@ -62,14 +62,24 @@ void StageLowering::forward(int32_t local) {
 }
 
 OpId StageLowering::embedding_forward(OpId weights) {
-  Op o = base("embedding", -1, Pass::kForward, kC);
-  o.compute = ComputeKind::kEmbedding;
-  o.m = T_;
-  o.n = h_;
-  o.k = 1;
-  o.bytes_read = Bytes(T_ * h_ * kAct + T_ * 4);
-  o.bytes_written = Bytes(T_ * h_ * kAct);
-  OpId x = b_.add(o, {weights});
+  OpId x = kNoOp;
+  if (p_.embedding_matmul) {
+    // MaxText's use_iota_embed (layers/embeddings.py): dot(one_hot(ids),
+    // table). XLA makes the one-hot inside the matmul's fusion, so the
+    // kernel reads the ids and the table; no model FLOPs (a lookup).
+    x = matmul("embedding one-hot", -1, Pass::kForward, T_, h_, v_, {weights}, 0.0, 1, Operands::kWeights,
+               Precision::kHigh);
+    b_.op(x).bytes_read = Bytes(v_ * h_ * kAct + T_ * 4);
+  } else {
+    Op o = base("embedding", -1, Pass::kForward, kC);
+    o.compute = ComputeKind::kEmbedding;
+    o.m = T_;
+    o.n = h_;
+    o.k = 1;
+    o.bytes_read = Bytes(T_ * h_ * kAct + T_ * 4);
+    o.bytes_written = Bytes(T_ * h_ * kAct);
+    x = b_.add(o, {weights});
+  }
   if (m_.position == PositionKind::kLearned) {
     x = memop(ComputeKind::kElementwise, "position add", -1, Pass::kForward, T_ * h_, 2 * T_ * h_ * kAct,
               T_ * h_ * kAct, 1, {x});
@@ -211,6 +221,13 @@ OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
 
 OpId StageLowering::embedding_backward(OpId cur) {
   OpId x = row_parallel_grad("embedding grad all-gather", -1, cur);
+  if (p_.embedding_matmul) {
+    // The table's gradient as dot(one_hot(ids)^T, dY): reads dY and the ids.
+    x = matmul("embedding one-hot wgrad", -1, Pass::kBackward, v_, h_, T_, {x}, 0.0, 1, Operands::kWeightGrad,
+               Precision::kHigh);
+    b_.op(x).bytes_read = Bytes(T_ * h_ * kAct + T_ * 4);
+    return x;
+  }
   return memop(ComputeKind::kEmbedding, "embedding grad", -1, Pass::kBackward, T_ * h_, T_ * h_ * kAct + T_ * 4,
                T_ * h_ * 4, 1, {x});
 }

@@ -484,6 +484,8 @@ class StageLowering {
     return 2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_ * (d_ + dv_)) *
            m_.attention_pairs(layer, p_.seq_len);
   }
+  /// FLOPs splash attention executes for one layer's pass (lower_attention.cc).
+  double splash_flops(int32_t layer, bool backward) const;
   /// Share of a projection's work that is model work: when tp exceeds
   /// kv_heads each rank computes a whole (replicated) KV head.
   double kv_model_fraction() const {

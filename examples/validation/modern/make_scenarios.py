@@ -1514,7 +1514,7 @@ def dgxc_fsdp_layout(n):
 def llama_maxtext(name, layers, hidden, ffn, heads, kv, vocab, cite):
     return dense(name, layers, hidden, ffn, heads, kv, vocab,
                  f"{cite}: SwiGLU, RMSNorm, RoPE, no biases, untied logits; dropout not recorded in the notes "
-                 "(none assumed); use_iota_embed (embedding as a one-hot matmul) not modelled", head_dim=128)
+                 "(none assumed)", head_dim=128)
 
 
 MAXTEXT_DGXC = {
@@ -1564,6 +1564,8 @@ def build_dgxc_maxtext(row):
     knobs["fsdp_prefetch"] = K(True, dg(c, cfg, "96-121") + " (pipelined all-gather + while-loop double buffering "
                                "+ latency-hiding scheduler: layer i+1's all-gather overlaps layer i)")
     knobs["memory_reserved_bytes"] = jax_pool(0.94, dg(c, cfg, "40"))
+    knobs["embedding_matmul"] = K(True, dg(c, cfg, 123 if c == "35a9aec" else 107) + " (BASE_CONFIG "
+                                  "use_iota_embed=true: the lookup as a one-hot matmul)")
     if "quant" in t:
         knobs["matmul_dtype"] = K("fp8", dg(c, cfg, f"{t['quant'][0]},{t['quant'][1]}") + " (quantization=fp8: flax "
                                   f"Fp8DotGeneralOp, {mx('02a8f5c19', 'MaxText/layers/quantizations.py', '192-200')})")
@@ -1670,12 +1672,13 @@ def build_maxtext_a3(row):
     knobs["fsdp_prefetch"] = K(True, f"{script} (pipelined all-gather, while-loop double buffering, latency-hiding "
                                "scheduler)")
     knobs["memory_reserved_bytes"] = jax_pool(0.85, script)
+    knobs["embedding_matmul"] = K(True, f"{script} (use_iota_embed=true: the lookup as a one-hot matmul)")
     apply_knobs(plan, knobs)
     N = 6_738_415_616
     tflop = maxtext_apr2024_tflop_per_device(N, 4096, 4, 32, 32, 128)
     published = row["measured"]["tflops_per_gpu"]
     extra = ["per_device_batch_size 4, max_target_length 4096, scan_layers=false, attention cudnn_flash_te, "
-             f"use_iota_embed (all scripts alike, notes/jax.md section 4.8); logits_dot_in_fp32 True "
+             f"use_iota_embed as embedding_matmul (all scripts alike, notes/jax.md section 4.8); logits_dot_in_fp32 True "
              f"({mx(c, 'MaxText/configs/base.yml', 87)}, default: the LM head runs in fp32) is not modelled",
              "weights fp32 (base.yml :72) and AdamW moments in the parameter dtype; FSDP collective dtypes not "
              "stated: shardsim's maxtext defaults", HARDWARE["a3_high"][2],
@@ -1746,6 +1749,40 @@ V6E = {
     "r0574": ("50bafeb98", "1796-1835", 1, 32768, ["decoder_layer_input"], None),
 }
 
+# The recipes' splash attention tuning (sa_block_* and sa_use_fused_bwd_kernel in each config's tuning_params);
+# what a recipe leaves out is base.yml's default at its commit: blocks of 512, the unfused backward
+# (MaxText/configs/base.yml sa_* keys, identical at 9f1820b47, 14b5876ea, 449b4fe52 and 50bafeb98).
+# The recipes that set use_iota_embed: True in their tuning_params (r0571's GPT-3 config does not).
+IOTA_EMBED = ("r0566", "r0567", "r0568", "r0569", "r0570", "r0572", "r0573", "r0574")
+SPLASH_KEYS = ("q", "kv", "q_dkv", "kv_dkv", "q_dq", "kv_dq")
+SPLASH = {
+    "r0567": dict(q=2048, kv=2048, q_dkv=2048, kv_dkv=2048, q_dq=2048, kv_dq=2048, fused=True),
+    "r0568": dict(q=2048, kv=2048, q_dkv=2048, kv_dkv=2048, q_dq=2048, kv_dq=2048, fused=True),
+    "r0569": dict(q=2048, q_dkv=2048, q_dq=2048),
+    "r0570": dict(q=2048, q_dkv=2048, q_dq=2048),
+    "r0571": dict(q=1024, q_dkv=2048, q_dq=2048),
+    "r0566": dict(q=1024, q_dkv=2048, q_dq=2048),
+    "r0572": dict(q=1024, kv=1024, q_dkv=512, kv_dkv=2048, q_dq=1024, kv_dq=1024),
+    "r0573": dict(q=1024, kv=1024, q_dkv=512, kv_dkv=2048, q_dq=1024, kv_dq=1024),
+    "r0574": dict(q=1024, kv=1024, q_dkv=512, kv_dkv=2048, q_dq=1024, kv_dq=1024),
+}
+
+
+def splash_knobs(row_id, c, cfgcite):
+    tuned = SPLASH[row_id]
+    base = mx(c, "MaxText/configs/base.yml" if c != "50bafeb98" else "src/MaxText/configs/base.yml")
+    knobs = {}
+    for key in SPLASH_KEYS:
+        if key in tuned:
+            knobs[f"splash_block_{key}"] = K(tuned[key], cfgcite + f" (sa_block_{key}: {tuned[key]})")
+        else:
+            knobs[f"splash_block_{key}"] = K(512, base + f" (sa_block_{key}: 512)", "default")
+    if tuned.get("fused"):
+        knobs["splash_fused_backward"] = K(True, cfgcite + " (sa_use_fused_bwd_kernel: True)")
+    else:
+        knobs["splash_fused_backward"] = K(False, base + " (sa_use_fused_bwd_kernel: False)", "default")
+    return knobs
+
 
 def v6e_model(row, c):
     m = row["model"]
@@ -1802,6 +1839,11 @@ def build_v6e(row):
             knobs["recompute_keep"] = K(keep, cfgcite + " (decoder_layer_input 'device'; every other tensor 'remat')")
         if offload:
             knobs["recompute_offload"] = K(offload, cfgcite + " (tensors set to 'offload'; the rest 'remat')")
+    knobs.update(splash_knobs(row["id"], c, cfgcite))
+    if row["id"] in IOTA_EMBED:
+        knobs["embedding_matmul"] = K(True, cfgcite + " (use_iota_embed: True: the lookup as a one-hot matmul, "
+                                      + mx(c, "src/MaxText/layers/embeddings.py" if c == "50bafeb98"
+                                           else "MaxText/layers/embeddings.py") + ")")
     if row["model"] == "gemma3_12b":
         knobs["vocab_tiling"] = K(16, cfgcite + " (num_vocab_tiling: 16; the loss and LM head in 16 chunks, each "
                                   "chunk's logits recomputed in the backward: " +
@@ -1837,7 +1879,7 @@ def build_v6e(row):
                      "(MaxText's 'embed' rule on fsdp x expert, assumed)")
     apply_knobs(plan, knobs)
     release = row["release"]
-    extra += [f"{release}; synthetic data; flash (Pallas splash) attention; use_iota_embed not modelled; weights "
+    extra += [f"{release}; synthetic data; flash (Pallas splash) attention; weights "
               f"{'bf16' if row['model'] == 'mixtral_8x22b' else 'fp32'}, AdamW moments in the parameter dtype; FSDP "
               "collective dtypes not stated: shardsim's maxtext defaults; XLA/libtpu flags (notes/jax.md section 4) "
               "not modelled beyond the overlap they enable",

@@ -105,6 +105,10 @@ struct ModelSpec {
   /// Causal query-key pairs of one sequence of s tokens in `layer`: s(s+1)/2,
   /// or with a window W < s, W(W+1)/2 + (s-W)·W.
   double attention_pairs(int64_t layer, int64_t s) const;
+  /// The query-key pairs a block-sparse kernel computes for one sequence of
+  /// s tokens in `layer`: every bq x bkv block that holds a causal (or
+  /// windowed) pair, in full (blocks at the sequence's end cut to it).
+  double attention_block_pairs(int64_t layer, int64_t s, int64_t bq, int64_t bkv) const;
   bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= moe.first_dense_layers; }
   int64_t moe_layers() const { return is_moe() ? layers - moe.first_dense_layers : 0; }
 };

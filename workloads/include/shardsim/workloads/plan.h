@@ -134,6 +134,11 @@ struct Plan {
   /// chunk's logits recomputed in the backward (MaxText's num_vocab_tiling):
   /// only one chunk's logits are ever live, for one more head GEMM.
   int64_t vocab_tiling = 1;
+  /// The embedding lookup runs as a matmul of the tokens' one-hot rows by
+  /// the table, and its gradient as the transposed one (MaxText's
+  /// use_iota_embed, which its TPU recipes set): 2·T·V·h FLOPs each way on
+  /// the matrix units instead of a gather and a scatter-add.
+  bool embedding_matmul = false;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaving)
   /// Layers of each model chunk in pipeline order (pp·virtual_stages
@@ -145,6 +150,21 @@ struct Plan {
   /// Which fused attention kernel runs it (its measured rate comes from the
   /// chip preset): the framework's default.
   AttentionKernel attention_kernel = AttentionKernel::kDefault;
+  /// Splash attention's blocks (MaxText's sa_block_q, sa_block_kv and their
+  /// _dkv and _dq variants; 512 each in its base.yml): the kernel computes
+  /// every (query block, key block) pair that holds an unmasked element in
+  /// full, the forward in q x kv blocks, the backward's dkv and dq kernels
+  /// in their own.
+  int64_t splash_block_q = 512;
+  int64_t splash_block_kv = 512;
+  int64_t splash_block_q_dkv = 512;
+  int64_t splash_block_kv_dkv = 512;
+  int64_t splash_block_q_dq = 512;
+  int64_t splash_block_kv_dq = 512;
+  /// Splash's one-kernel backward (MaxText's sa_use_fused_bwd_kernel,
+  /// false by default): 5 matmuls a block pair; false: a dkv kernel (4)
+  /// and a dq kernel (3), the scores and dP computed twice.
+  bool splash_fused_backward = false;
   bool fsdp_prefetch = true;  ///< ZeRO-3: all-gather layer i+1 during layer i
   /// Pipeline sends and receives block the compute stream (Megatron-LM
   /// 2021-2022: batch_isend_irecv, wait, torch.cuda.synchronize()); false:
