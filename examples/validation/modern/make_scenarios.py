@@ -135,6 +135,7 @@ import json
 import math
 import pathlib
 import re
+import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_RUNS = "/work/shared/reference/modern_runs.json"
@@ -2462,16 +2463,21 @@ def megatron_loss_kernel(row, sc):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", default=DEFAULT_RUNS, help="path of shared/reference/modern_runs.json")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if a scenario or the manifest differs from what would be "
+                         "written (e.g. a preset changed), 77 if the runs file is absent")
     args = ap.parse_args()
-    rows = json.loads(pathlib.Path(args.runs).read_text())["rows"]
+    runs = pathlib.Path(args.runs)
+    if args.check and not runs.exists():
+        print(f"{runs} not found: nothing to check")
+        sys.exit(77)
+    rows = json.loads(runs.read_text())["rows"]
     split = json.loads((HERE / "split.json").read_text())
     for side in ("development", "held_out"):
         for rid in split[side]:
             SPLIT[rid] = side
     out_dir = HERE / "scenarios"
-    out_dir.mkdir(exist_ok=True)
-    for old in out_dir.glob("*.json"):
-        old.unlink()
+    files = {}  # path -> text
     manifest = []
     for row in sorted(rows, key=lambda r: r["id"]):
         entry = {"id": row["id"], "split": SPLIT[row["id"]], "framework": FRAMEWORK[row["framework"]]}
@@ -2488,12 +2494,25 @@ def main():
             name = (f"{row['id']}-{slug(row['model'])}-{CHIP_SLUG[row['hardware']['chip']]}x"
                     f"{row['hardware']['count']}-{precision_slug(row, sc['plan'])}.json")
             assert re.fullmatch(r"[a-z0-9.-]+\.json", name), name
-            (out_dir / name).write_text(json.dumps(sc, indent=2) + "\n")
+            files[out_dir / name] = json.dumps(sc, indent=2) + "\n"
             entry["scenario"] = f"scenarios/{name}"
         manifest.append(entry)
     doc = {"generated_by": "make_scenarios.py", "rows": manifest}
-    (HERE / "manifest.json").write_text(json.dumps(doc, indent=1) + "\n")
+    files[HERE / "manifest.json"] = json.dumps(doc, indent=1) + "\n"
     written = sum(1 for e in manifest if "scenario" in e)
+    if args.check:
+        stale = sorted(str(path.relative_to(HERE)) for path, text in files.items()
+                       if not path.exists() or path.read_text() != text)
+        stale += sorted(str(path.relative_to(HERE)) for path in out_dir.glob("*.json") if path not in files)
+        for path in stale:
+            print(f"stale: {path} (run python3 {pathlib.Path(__file__).name} to regenerate)")
+        print(f"{written} scenarios checked, {len(stale)} stale")
+        sys.exit(1 if stale else 0)
+    out_dir.mkdir(exist_ok=True)
+    for old in out_dir.glob("*.json"):
+        old.unlink()
+    for path, text in files.items():
+        path.write_text(text)
     print(f"{written} scenarios written, {len(manifest) - written} rows skipped")
 
 
