@@ -7,8 +7,10 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "program_queries.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/model.h"
@@ -53,8 +55,30 @@ INSTANTIATE_TEST_SUITE_P(Kernels, HeadMemory,
                          ::testing::Values(LossCase{"megatron", 4, 2},   // fp32 softmax; bf16 gradient cast
                                            LossCase{"torch", 4, 8 + 2},  // two fp32 gradients; allocator's 2
                                            LossCase{"torch_bf16", 2 + 2, 4},
-                                           LossCase{"xla", 2, 2}),  // bf16 logits; fp32 recomputed in fusions
+                                           LossCase{"xla", 2, 2},  // bf16 logits; fp32 recomputed in fusions
+                                           LossCase{"torch_compiled", 2, 2}),  // Inductor: the same
                          [](const auto& info) { return std::string(info.param.kernel); });
+
+// torchtitan's loss under torch.compile is one fused pass each way over the
+// bf16 logits (eager: an fp32 copy and log-softmax written and read), while
+// the final norm outside the compiled blocks stays eager in both.
+TEST(HeadMemory, CompiledTorchLossIsFusedButTheFinalNormStaysEager) {
+  const std::vector<Override> compiled = {{"plan.framework", "\"torchtitan\""}, {"plan.compile", "true"}};
+  std::vector<Override> eager_loss = compiled, fused_loss = compiled;
+  eager_loss.push_back({"plan.loss_kernel", "\"torch\""});
+  fused_loss.push_back({"plan.loss_kernel", "\"torch_compiled\""});
+  const Program e = testing::stage0(testing::scenario(kBigVocab, eager_loss));
+  const Program f = testing::stage0(testing::scenario(kBigVocab, fused_loss));
+  const int64_t T = 8192, L = T * padded_vocab(testing::scenario(kBigVocab).model, 1);
+  auto bytes = [](const Program& p, std::string_view name, Pass pass) {
+    const std::vector<OpId> ids = testing::named(p, name, -1, 0, pass);
+    EXPECT_EQ(ids.size(), 1u) << name;
+    return p.op(ids.front()).bytes_read.value() + p.op(ids.front()).bytes_written.value();
+  };
+  EXPECT_EQ(bytes(e, "cross-entropy", Pass::kForward), L * 14 + L * 8);
+  EXPECT_EQ(bytes(f, "cross-entropy", Pass::kForward), L * 2 + T * 4);
+  EXPECT_EQ(bytes(f, "final norm", Pass::kForward), bytes(e, "final norm", Pass::kForward));
+}
 
 // Transformer Engine's kernel keeps only the bf16 logits, which hold the
 // gradient: the peak moves off the loss.

@@ -172,6 +172,8 @@ std::string_view to_string(Plan::LossKernel k) {
       return "torch_bf16";
     case Plan::LossKernel::kXla:
       return "xla";
+    case Plan::LossKernel::kTorchCompiled:
+      return "torch_compiled";
     case Plan::LossKernel::kMegatron:
       break;
   }

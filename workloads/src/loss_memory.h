@@ -60,6 +60,16 @@ inline LossBytes loss_bytes(Plan::LossKernel k) {
       // from the GEMM's bf16 output, which is what stays alive; the backward
       // fusion writes the bf16 gradient. The TPU backend is not public: the
       // same fusion is assumed there.
+      //
+      // kTorchCompiled: torchtitan's cross_entropy(pred.float()) under
+      // torch.compile (torchtitan components/loss.py since bbb1b616e,
+      // 2025-04). AOTAutograd's min-cut partitioner
+      // (torch/_functorch/partitioners.py) saves the graph's bf16 input and
+      // the per-row reductions (it does not recompute reductions,
+      // ban_recompute_reductions) and recomputes the fp32 cast and the exp
+      // in the backward, whose one fused kernel writes the bf16 gradient:
+      // the same bytes as XLA's.
+    case Plan::LossKernel::kTorchCompiled:
       return {2, true, 0, 0, 2};
   }
   return {};

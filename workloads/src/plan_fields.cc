@@ -228,7 +228,7 @@ std::vector<PlanField> make_fields() {
                      {Plan::MoeDispatcher::kAllToAll, Plan::MoeDispatcher::kAllGather}));
   f.push_back(choice("loss_kernel", train, &P::loss_kernel,
                      {Plan::LossKernel::kMegatron, Plan::LossKernel::kTe, Plan::LossKernel::kTorch,
-                      Plan::LossKernel::kTorchBf16, Plan::LossKernel::kXla}));
+                      Plan::LossKernel::kTorchBf16, Plan::LossKernel::kXla, Plan::LossKernel::kTorchCompiled}));
   f.push_back(int_in("vocab_tiling", train, &P::vocab_tiling, 1, 4096));
   f.push_back(boolean("embedding_matmul", train, &P::embedding_matmul));
   f.push_back(int_in("splash_block_q", train, &P::splash_block_q, 8, int64_t{1} << 20));

@@ -102,8 +102,8 @@ OpId StageLowering::head_forward(OpId cur, OpId weights) {
   const int64_t tiles = std::min<int64_t>(p_.vocab_tiling, T_);
   b_.op(x).mem_transient = Bytes(T_ * h_ * kAct);  // its input; the logits are charged below
   if (tiles == 1) b_.memory(x, MemKind::kHead, Bytes(L * lb.logits), Bytes(0));
-  x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, L, L * (head_eager() ? 14 : kAct),
-            head_eager() ? L * 8 : T_ * 4, 4, {x});
+  x = memop(ComputeKind::kLoss, "cross-entropy", -1, Pass::kForward, L, L * (loss_eager() ? 14 : kAct),
+            loss_eager() ? L * 8 : T_ * 4, 4, {x});
   if (tiles == 1) {
     b_.op(x).mem_transient = Bytes(L * lb.forward_extra);
     b_.memory(x, MemKind::kHead, Bytes(L * lb.saved), Bytes(lb.logits_kept ? 0 : L * lb.logits));
@@ -198,8 +198,8 @@ OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
   lg.m = L;
   lg.n = lg.k = 1;
   lg.flops = Flops(4.0 * static_cast<double>(L));
-  lg.bytes_read = Bytes(head_eager() ? L * 12 : L * kAct);
-  lg.bytes_written = Bytes(head_eager() ? L * 10 : L * kAct);
+  lg.bytes_read = Bytes(loss_eager() ? L * 12 : L * kAct);
+  lg.bytes_written = Bytes(loss_eager() ? L * 10 : L * kAct);
   const int64_t kept = L * lb.kept();
   lg.mem_transient = Bytes(tiles > 1 ? ceil_div(L, tiles) * (lb.kept() + lb.backward_extra + lb.reserved_extra)
                                      : L * (lb.backward_extra + lb.reserved_extra));

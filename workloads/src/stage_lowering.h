@@ -459,9 +459,13 @@ class StageLowering {
   // ---- layers ----------------------------------------------------------------------
   // Elementwise work (lower_elementwise.cc).
   bool eager() const { return !p_.compile; }
-  /// torchtitan compiles the transformer blocks only: the final norm and
-  /// the loss run eager under torch.compile too.
-  bool head_eager() const { return eager() || p_.loss_kernel == Plan::LossKernel::kTorch; }
+  /// torchtitan compiles the transformer blocks only: the final norm runs
+  /// eager under torch.compile too, and so does the loss until torchtitan
+  /// compiles it (torch_compiled).
+  bool head_eager() const {
+    return eager() || p_.loss_kernel == Plan::LossKernel::kTorch || p_.loss_kernel == Plan::LossKernel::kTorchCompiled;
+  }
+  bool loss_eager() const { return eager() || p_.loss_kernel == Plan::LossKernel::kTorch; }
   Op norm_op(std::string_view name, int32_t layer, Pass pass) { return norm_op(name, layer, pass, eager()); }
   Op norm_op(std::string_view name, int32_t layer, Pass pass, bool eager_kernels) {
     return norm_op(name, layer, pass, eager_kernels, Ts_, h_);

@@ -2082,6 +2082,11 @@ TT_FAMILY_NOTES = {
 }
 
 
+# torchtitan compiles its loss with the model from bbb1b616e (2025-04-02) on: the rows of later commits with
+# compile on run cross_entropy(pred.float()) under torch.compile.
+COMPILED_LOSS = {"e7c0cae": "25-30", "6fc499f6": "25-30", "b5bcd76c66": "245-252"}
+
+
 def build_torchtitan(row):
     f = TT_ROWS[row["id"]]
     fam = f["family"]
@@ -2110,6 +2115,10 @@ def build_torchtitan(row):
                                      "fully recomputed)")
     knobs["compile"] = K(f["compile"], "torch.compile of every TransformerBlock " + ("on" if f["compile"] else "off") +
                          " (the row's configuration; notes/pytorch.md section 2.3)")
+    if f["compile"] and f["commit"] in COMPILED_LOSS:
+        knobs["loss_kernel"] = K("torch_compiled", tt(f["commit"], "torchtitan/components/loss.py",
+                                                      COMPILED_LOSS[f["commit"]]) +
+                                 " (with compile on, the cross-entropy is torch.compile'd too)")
     knobs["fsdp_reshard_after_forward"] = K(pp == 1, tt(f["commit"], TT_CODE[f["commit"]][0]) + (
         " (PP: no block reshards)" if pp > 1 else " (every block reshards" +
         (")" if f["commit"] == "6fc499f6" else " but the last; the root stays unsharded)")), "default")

@@ -128,8 +128,16 @@ struct Plan {
   /// Triton kernel: the bf16 logits kept), torch (torch.nn.functional.cross_entropy
   /// on logits.float(), eager: torchtitan), torch_bf16 (the same on bf16
   /// logits, kept referenced: NeMo AutoModel), xla (fused by XLA: the fp32
-  /// logits kept: MaxText).
-  enum class LossKernel : uint8_t { kMegatron, kTe, kTorch, kTorchBf16, kXla } loss_kernel = LossKernel::kMegatron;
+  /// logits kept: MaxText), torch_compiled (torchtitan's cross-entropy on
+  /// logits.float() under torch.compile, since 2025-04: the bf16 logits kept).
+  enum class LossKernel : uint8_t {
+    kMegatron,
+    kTe,
+    kTorch,
+    kTorchBf16,
+    kXla,
+    kTorchCompiled
+  } loss_kernel = LossKernel::kMegatron;
   /// The head and the loss run over the tokens in this many chunks, each
   /// chunk's logits recomputed in the backward (MaxText's num_vocab_tiling):
   /// only one chunk's logits are ever live, for one more head GEMM.
