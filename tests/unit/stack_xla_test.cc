@@ -22,9 +22,9 @@ using testing::stage0;
 // 8192 tokens a chip.
 constexpr const char* kMaxtextTpu = R"({"model": "llama3-8b", "cluster": "tpu-v5e-256",
     "plan": {"framework": "maxtext", "dp": 256, "zero": 3, "global_batch": 256, "seq_len": 8192}})";
-const std::vector<Override> kTwoLayers{{"model.layers", "2"}};
+const std::vector<Override> kXlaTwoLayers{{"model.layers", "2"}};
 
-std::vector<Override> plus(std::vector<Override> base, const std::vector<Override>& more) {
+std::vector<Override> xla_with(std::vector<Override> base, const std::vector<Override>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;
 }
@@ -61,7 +61,7 @@ TEST(XlaKernels, BlockPairsCoverTheMaskInWholeBlocks) {
 // kernel seven (dkv: 4, dq: 3), with it five. Model FLOPs stay the causal
 // count, 2 and 4 matmuls.
 TEST(XlaKernels, MaxtextOnTpuRunsSplashAndCountsTheFlopsItExecutes) {
-  const Scenario s = testing::scenario(kMaxtextTpu, kTwoLayers);
+  const Scenario s = testing::scenario(kMaxtextTpu, kXlaTwoLayers);
   EXPECT_EQ(s.plan.attention_kernel, AttentionKernel::kSplash);
   const Program p = stage0(s);
   const double heads = 32, d = 128, seq = 8192;
@@ -78,7 +78,7 @@ TEST(XlaKernels, MaxtextOnTpuRunsSplashAndCountsTheFlopsItExecutes) {
   EXPECT_DOUBLE_EQ(p.op(bwd.back()).model_flops.value(), 4 * per_pair * exact);
 
   const Scenario fused = testing::scenario(
-      kMaxtextTpu, plus(kTwoLayers, {{"plan.splash_fused_backward", "true"}, {"plan.splash_block_q_dkv", "1024"}}));
+      kMaxtextTpu, xla_with(kXlaTwoLayers, {{"plan.splash_fused_backward", "true"}, {"plan.splash_block_q_dkv", "1024"}}));
   const Program pf = stage0(fused);
   const double dkv_blocks = 1024.0 * 512 * 2 * (8.0 * 9 / 2);
   EXPECT_DOUBLE_EQ(pf.op(named(pf, "attention", 0, 0, Pass::kBackward).back()).flops.value(),
@@ -86,16 +86,16 @@ TEST(XlaKernels, MaxtextOnTpuRunsSplashAndCountsTheFlopsItExecutes) {
 
   const Scenario gpu = testing::scenario(R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
       "plan": {"framework": "maxtext", "dp": 64, "zero": 3, "global_batch": 64, "seq_len": 8192}})",
-                                         kTwoLayers);
+                                         kXlaTwoLayers);
   EXPECT_EQ(gpu.plan.attention_kernel, AttentionKernel::kCudnn);
 }
 
 // use_iota_embed: the lookup is dot(one_hot(ids), table), its gradient the
 // transposed product: 2·T·V·h FLOPs each way, none of them model FLOPs.
 TEST(XlaKernels, IotaEmbeddingIsAMatmulOfNoModelFlops) {
-  const Scenario lookup = testing::scenario(kMaxtextTpu, kTwoLayers);
+  const Scenario lookup = testing::scenario(kMaxtextTpu, kXlaTwoLayers);
   EXPECT_TRUE(named(stage0(lookup), "embedding one-hot").empty());
-  const Scenario s = testing::scenario(kMaxtextTpu, plus(kTwoLayers, {{"plan.embedding_matmul", "true"}}));
+  const Scenario s = testing::scenario(kMaxtextTpu, xla_with(kXlaTwoLayers, {{"plan.embedding_matmul", "true"}}));
   const Program p = stage0(s);
   const double T = 8192, V = static_cast<double>(padded_vocab(s.model, 1)), h = 4096;
   const std::vector<OpId> fwd = named(p, "embedding one-hot");
