@@ -193,6 +193,8 @@ std::string_view to_string(MemKind k) {
       return "head";
     case MemKind::kParams:
       return "gathered parameters";
+    case MemKind::kGradBuffers:
+      return "gradient buffers";
   }
   return "?";
 }

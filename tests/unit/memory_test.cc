@@ -5,6 +5,7 @@
 // cache and the memory report's peak location.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -180,6 +181,39 @@ TEST(ResidentMemory, Fp8WeightCacheIsTwoBytesPerLayerParameter) {
       component(training_memory(testing::scenario(base, {{"plan.fp8_param_gather", "true"}})), "fp8_weight_cache"), 0);
   EXPECT_EQ(
       component(training_memory(testing::scenario(base, {{"plan.matmul_dtype", "\"bf16\""}})), "fp8_weight_cache"), 0);
+}
+
+// FSDP2's gradient side: each unit's reduce-scatter input (its gradients in
+// fp32, the reduce dtype) is taken at its copy-in and released at the next
+// unit's copy-in, the last with the last reduce-scatter: one unit's input at
+// a time between copy-ins, every byte released. The copy-in reads the
+// unit's unsharded bf16 gradients, its working set.
+TEST(FsdpMemory, ReduceScatterInputsLiveUntilTheNextUnitsCopyIn) {
+  const Scenario s = testing::scenario(R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"framework": "torchtitan", "dp": 8, "zero": 3, "global_batch": 8, "seq_len": 2048}})",
+                                       {{"model.layers", "3"}, {"cluster.devices", "8"}});
+  const Program p = testing::stage0(s);
+  const std::vector<OpId> copy_ins = testing::named(p, "fsdp grad copy-in");
+  ASSERT_FALSE(copy_ins.empty());
+  int64_t live = 0, most = 0, taken = 0, largest = 0;
+  size_t allocations = 0;
+  for (const MemoryEvent& e : p.memory_events()) {
+    if (e.kind != MemKind::kGradBuffers) continue;
+    live += e.alloc;
+    most = std::max(most, live);
+    if (e.alloc > 0) {
+      ++allocations;
+      taken += e.alloc;
+      largest = std::max(largest, e.alloc);
+      EXPECT_EQ(p.op(e.op).bytes_written.value(), e.alloc);      // the fp32 input the copy-in writes
+      EXPECT_EQ(p.op(e.op).mem_transient.value() * 2, e.alloc);  // the bf16 gradients it reads
+    }
+    live -= e.free;
+  }
+  EXPECT_EQ(allocations, copy_ins.size());
+  EXPECT_EQ(live, 0);
+  EXPECT_GT(taken, 0);
+  EXPECT_LE(most, 2 * largest);  // the unit's input beside the one before it, at most
 }
 
 TEST(LossKernel, BadNamesAreRejected) {

@@ -257,7 +257,8 @@ ProgramMemory walk_program_memory(const Program& program) {
       w.activations = live[static_cast<size_t>(MemKind::kActivation)];
       w.head = live[static_cast<size_t>(MemKind::kHead)];
       w.gathered_params = live[static_cast<size_t>(MemKind::kParams)];
-      w.working_set = transient + live[static_cast<size_t>(MemKind::kRecomputed)];
+      w.working_set = transient + live[static_cast<size_t>(MemKind::kRecomputed)] +
+                      live[static_cast<size_t>(MemKind::kGradBuffers)];
       w.peak_op = i;
     }
     for (size_t j = first; j < e; ++j) {

@@ -177,6 +177,13 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
     issue(p_.fsdp_prefetch ? k + 2 : k + 1, cur);
   }
   flush_bucket();
+  // The root's post-backward callback waits for the last reduce-scatter and
+  // drops its input (released with that reduce-scatter, lowered after it).
+  if (rs_held_bytes_ > 0) {
+    b_.memory(b_.last(kReduce), MemKind::kGradBuffers, Bytes(0), Bytes(rs_held_bytes_));
+    rs_held_bytes_ = 0;
+    rs_held_unit_ = -1;
+  }
   if (!last_chunk(local) && keeps_stage_outputs()) {
     b_.memory(cur, MemKind::kActivation, Bytes(0), Bytes(stage_output_bytes()));
   }
@@ -288,7 +295,21 @@ void StageLowering::reduce_group(Bucket& b, int64_t params, uint8_t axes, int64_
     if (p_.fsdp_copy_out) {
       wgrad = memop(ComputeKind::kElementwise, "fsdp grad copy-in", unit_layer(u), Pass::kBackward, params,
                     params * (accumulated ? acc : kAct), grad_bytes, 0, {wgrad});
-      b_.op(wgrad).mem_transient = Bytes(grad_bytes);
+      // What FSDP2 holds on the gradient side (_fsdp_collectives.py
+      // foreach_reduce, _fsdp_param_group.py post_backward): the unit's
+      // unsharded bf16 gradients until they are copied in (then cleared;
+      // an accumulator is resident instead), and the reduce-scatter input,
+      // kept in reduce_scatter_state until the next unit's post-backward
+      // frees it.
+      b_.op(wgrad).mem_transient = Bytes(accumulated ? 0 : params * kAct);
+      int64_t release = 0;
+      if (rs_held_unit_ != u) {
+        release = rs_held_bytes_;
+        rs_held_bytes_ = 0;
+        rs_held_unit_ = u;
+      }
+      rs_held_bytes_ += grad_bytes;
+      b_.memory(wgrad, MemKind::kGradBuffers, Bytes(grad_bytes), Bytes(release));
     }
     // One reduce-scatter per unit; with fsdp_bucket_params set, in
     // grad_bucket_bytes pieces (DeepSpeed's reduce buckets).

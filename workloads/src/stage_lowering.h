@@ -462,10 +462,8 @@ class StageLowering {
   /// torchtitan compiles the transformer blocks only: the final norm runs
   /// eager under torch.compile too, and so does the loss until torchtitan
   /// compiles it (torch_compiled).
-  bool head_eager() const {
-    return eager() || p_.loss_kernel == Plan::LossKernel::kTorch || p_.loss_kernel == Plan::LossKernel::kTorchCompiled;
-  }
   bool loss_eager() const { return eager() || p_.loss_kernel == Plan::LossKernel::kTorch; }
+  bool head_eager() const { return loss_eager() || p_.loss_kernel == Plan::LossKernel::kTorchCompiled; }
   Op norm_op(std::string_view name, int32_t layer, Pass pass) { return norm_op(name, layer, pass, eager()); }
   Op norm_op(std::string_view name, int32_t layer, Pass pass, bool eager_kernels) {
     return norm_op(name, layer, pass, eager_kernels, Ts_, h_);
@@ -694,7 +692,8 @@ class StageLowering {
   std::unique_ptr<LayerGraph> dense_graph_, moe_graph_, dense_tail_graph_, moe_tail_graph_;
   RecomputePlan dense_plan_, moe_plan_, dense_keep_plan_, moe_keep_plan_;
   RecomputePlan dense_tail_plan_, moe_tail_plan_, dense_tail_keep_plan_, moe_tail_keep_plan_;
-  bool record_buckets_ = false;  // flushed buckets feed the ZeRO-1/2 parameter all-gathers
+  bool record_buckets_ = false;                    // flushed buckets feed the ZeRO-1/2 parameter all-gathers
+  int64_t rs_held_bytes_ = 0, rs_held_unit_ = -1;  // FSDP2's reduce-scatter inputs held, their unit
 };
 
 }  // namespace shardsim::detail

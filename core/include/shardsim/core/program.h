@@ -141,12 +141,13 @@ struct Op {
 
 /// What a memory event holds.
 enum class MemKind : uint8_t {
-  kActivation,  ///< a layer's tensors kept from its forward to its backward
-  kRecomputed,  ///< tensors a recomputation holds during a layer's backward
-  kHead,        ///< the embedding's and the head's kept tensors (logits)
-  kParams,      ///< gathered (unsharded) parameters
+  kActivation,   ///< a layer's tensors kept from its forward to its backward
+  kRecomputed,   ///< tensors a recomputation holds during a layer's backward
+  kHead,         ///< the embedding's and the head's kept tensors (logits)
+  kParams,       ///< gathered (unsharded) parameters
+  kGradBuffers,  ///< gradients on their way to a reduce-scatter (FSDP2's reduce-scatter input)
 };
-inline constexpr int kMemKinds = 4;
+inline constexpr int kMemKinds = 5;
 std::string_view to_string(MemKind k);
 
 /// Device memory that outlives an op: `alloc` bytes of `kind` taken when op
