@@ -184,12 +184,18 @@ OpId StageLowering::fused_attention(int32_t layer, Pass pass, const std::vector<
 /// runs 5. The op's time is these FLOPs at the chip's attention rate.
 double StageLowering::splash_flops(int32_t layer, bool backward) const {
   const double per_width = 2.0 * static_cast<double>(p_.microbatch_size) * static_cast<double>(a_);
-  auto pairs = [&](int64_t bq, int64_t bkv) { return m_.attention_block_pairs(layer, p_.seq_len, bq, bkv); };
+  // The pairs depend on the layer only through its window: each count is
+  // taken once per lowering (a loop over the query blocks).
+  auto pairs = [&](size_t kernel, int64_t bq, int64_t bkv) {
+    double& cached = splash_pairs_[3 * (m_.windowed(layer) ? 1 : 0) + kernel];
+    if (cached < 0) cached = m_.attention_block_pairs(layer, p_.seq_len, bq, bkv);
+    return cached;
+  };
   const auto d = static_cast<double>(d_), dv = static_cast<double>(dv_);
-  if (!backward) return per_width * (d + dv) * pairs(p_.splash_block_q, p_.splash_block_kv);
-  const double dkv = pairs(p_.splash_block_q_dkv, p_.splash_block_kv_dkv);
+  if (!backward) return per_width * (d + dv) * pairs(0, p_.splash_block_q, p_.splash_block_kv);
+  const double dkv = pairs(1, p_.splash_block_q_dkv, p_.splash_block_kv_dkv);
   if (p_.splash_fused_backward) return per_width * (3 * d + 2 * dv) * dkv;
-  return per_width * ((2 * d + 2 * dv) * dkv + (2 * d + dv) * pairs(p_.splash_block_q_dq, p_.splash_block_kv_dq));
+  return per_width * ((2 * d + 2 * dv) * dkv + (2 * d + dv) * pairs(2, p_.splash_block_q_dq, p_.splash_block_kv_dq));
 }
 
 /// One step of context-parallel attention: by default a block, this

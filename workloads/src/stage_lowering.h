@@ -694,6 +694,7 @@ class StageLowering {
   RecomputePlan dense_tail_plan_, moe_tail_plan_, dense_tail_keep_plan_, moe_tail_keep_plan_;
   bool record_buckets_ = false;                    // flushed buckets feed the ZeRO-1/2 parameter all-gathers
   int64_t rs_held_bytes_ = 0, rs_held_unit_ = -1;  // FSDP2's reduce-scatter inputs held, their unit
+  mutable std::array<double, 6> splash_pairs_{-1, -1, -1, -1, -1, -1};  // (windowed, kernel) -> block pairs
 };
 
 }  // namespace shardsim::detail
