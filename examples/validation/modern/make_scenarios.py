@@ -2086,7 +2086,8 @@ TT_FAMILY_NOTES = {
 # compile on run cross_entropy(pred.float()) under torch.compile.
 COMPILED_LOSS = {"e7c0cae": "25-30", "6fc499f6": "25-30", "b5bcd76c66": "245-252"}
 # torchtitan's FSDP units from 83e694105 (2025-07-28, #1094) on: what fsdp_keep_root false stands for.
-NEW_FSDP_UNITS = ("6fc499f6", "b5bcd76c66")
+NEW_FSDP_UNITS = {"6fc499f6": "torchtitan/models/llama3/infra/parallelize.py:402-422",
+                  "b5bcd76c66": "torchtitan/distributed/fsdp.py:234-262,368"}
 
 
 def build_torchtitan(row):
@@ -2118,7 +2119,7 @@ def build_torchtitan(row):
     knobs["compile"] = K(f["compile"], "torch.compile of every TransformerBlock " + ("on" if f["compile"] else "off") +
                          " (the row's configuration; notes/pytorch.md section 2.3)")
     if f["commit"] in NEW_FSDP_UNITS:
-        knobs["fsdp_keep_root"] = K(False, tt(f["commit"], TT_CODE[f["commit"]][0]) + " (since 83e694105, 2025-07-28: "
+        knobs["fsdp_keep_root"] = K(False, tt(f["commit"], NEW_FSDP_UNITS[f["commit"]]) + " (since 83e694105, 2025-07-28: "
                                     "the embedding a unit of its own, resharded after forward like every block, the "
                                     "last included; [norm, output] a unit regathered at once for the backward; no "
                                     "parameters left at the root)")
