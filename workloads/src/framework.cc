@@ -215,6 +215,14 @@ std::span<const Framework> all_frameworks() {
   return kAll;
 }
 
+std::optional<AttentionKernel> framework_attention_kernel(Framework f, ChipFamily family) {
+  // MaxText's attention "autoselected" (its base.yml default) runs Pallas's
+  // splash kernel on TPUs for training (attention_op.py, target_hardware
+  // "tpu"), cudnn_flash_te on GPUs.
+  if (f == Framework::kMaxtext && family == ChipFamily::kTpu) return AttentionKernel::kSplash;
+  return std::nullopt;
+}
+
 Plan framework_defaults(Framework f) {
   Plan p;
   p.framework = f;

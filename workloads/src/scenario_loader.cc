@@ -217,11 +217,9 @@ Plan parse_plan(const Json& j, const std::string& file, const ModelSpec& m, cons
   // the defaults of the stack's knobs, which the plan may still override.
   Plan p = detail::read_plan_fields(r, Phase::kTrain, serving);
   r.done();
-  // MaxText's attention "autoselected" (its base.yml default) runs Pallas's
-  // splash kernel on TPUs for training (attention_op.py, target_hardware
-  // "tpu"); framework.cc's default is its GPU choice, cudnn_flash_te.
-  if (p.framework == Framework::kMaxtext && c.chip.family == ChipFamily::kTpu && !j.contains("attention_kernel")) {
-    p.attention_kernel = AttentionKernel::kSplash;
+  // The framework's kernel on this chip family, unless the plan names one.
+  if (const auto k = framework_attention_kernel(p.framework, c.chip.family); k && !j.contains("attention_kernel")) {
+    p.attention_kernel = *k;
   }
 
   if (const auto issue = check_plan(p, m, c)) {

@@ -367,20 +367,17 @@ OpId StageLowering::memop(ComputeKind kind, std::string_view name, int32_t layer
 OpId StageLowering::ring_exchange(std::string_view send_name, std::string_view recv_name, int32_t layer, Pass pass,
                                   MeshAxis axis, StreamId send_stream, StreamId recv_stream, int64_t bytes,
                                   const std::vector<OpId>& deps, bool holds_sms, int8_t send_peer, int8_t recv_peer) {
-  Op snd = base(send_name, layer, pass, send_stream);
-  snd.kind = OpKind::kSend;
-  snd.peer = send_peer;
-  snd.peer_axis = axis;
-  snd.comm_bytes = Bytes(bytes);
-  snd.holds_sms = holds_sms;
-  b_.add(snd, deps);
-  Op rcv = base(recv_name, layer, pass, recv_stream);
-  rcv.kind = OpKind::kRecv;
-  rcv.peer = recv_peer;
-  rcv.peer_axis = axis;
-  rcv.comm_bytes = Bytes(bytes);
-  rcv.holds_sms = holds_sms;
-  return b_.add(rcv);
+  auto transfer = [&](std::string_view name, OpKind kind, StreamId stream, int8_t peer) {
+    Op o = base(name, layer, pass, stream);
+    o.kind = kind;
+    o.peer = peer;
+    o.peer_axis = axis;
+    o.comm_bytes = Bytes(bytes);
+    o.holds_sms = holds_sms;
+    return o;
+  };
+  b_.add(transfer(send_name, OpKind::kSend, send_stream, send_peer), deps);
+  return b_.add(transfer(recv_name, OpKind::kRecv, recv_stream, recv_peer));
 }
 
 /// Adam with master weights, first and second moments (fp32 by default):

@@ -140,7 +140,8 @@ struct ChipSpec {
   /// The fraction of matmul_peak(d) no GEMM in `d` exceeds: its format's
   /// efficiency under the power cap (the roofline bounds of the search).
   double best_matmul_efficiency(DType d) const {
-    return format_matmul_efficiency(d) < matmul_power_cap ? format_matmul_efficiency(d) : matmul_power_cap;
+    const double format = format_matmul_efficiency(d);
+    return format < matmul_power_cap ? format : matmul_power_cap;
   }
 };
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "shardsim/topology/chip.h"
 #include "shardsim/workloads/plan.h"
 
 namespace shardsim {
@@ -57,5 +58,8 @@ std::span<const Framework> all_frameworks();
 /// A training plan whose stack knobs hold `f`'s defaults (the parallel
 /// sizes and the batch are left at Plan's defaults).
 Plan framework_defaults(Framework f);
+/// The attention kernel `f` runs on chips of `family` where that differs
+/// from framework_defaults' (which are its GPU choices), or nullopt.
+std::optional<AttentionKernel> framework_attention_kernel(Framework f, ChipFamily family);
 
 }  // namespace shardsim
