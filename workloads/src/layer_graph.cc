@@ -57,7 +57,10 @@ LayerGraph::LayerGraph(const LayerConfig& c) : c_(c) {
   link(Node::kProj, {Node::kAttn});
   const Node proj_out = c.tp ? Node::kRs1 : Node::kProj;
   if (c.tp) link(Node::kRs1, {Node::kProj});
-  link(Node::kRes1, {Node::kIn, proj_out});
+  // Post-norms: the block's output is normed before the residual add.
+  const Node attn_out = c.post_norms ? Node::kPostLn1 : proj_out;
+  if (c.post_norms) link(Node::kPostLn1, {proj_out});
+  link(Node::kRes1, {Node::kIn, attn_out});
   // MLP block.
   link(Node::kLn2, {Node::kRes1});
   Node mlp_out;
@@ -77,6 +80,10 @@ LayerGraph::LayerGraph(const LayerConfig& c) : c_(c) {
     if (c.tp) {
       link(Node::kRs2, {Node::kDown});
       mlp_out = Node::kRs2;
+    }
+    if (c.post_norms) {
+      link(Node::kPostLn2, {mlp_out});
+      mlp_out = Node::kPostLn2;
     }
     link(Node::kRes2, {Node::kRes1, mlp_out});
   } else {
@@ -102,6 +109,17 @@ LayerGraph::LayerGraph(const LayerConfig& c) : c_(c) {
       link(Node::kSUp, {Node::kLn2});
       link(Node::kSAct, {Node::kSUp});
       link(Node::kSDown, {Node::kSAct});
+    }
+    // The block's output: the routed experts' sum, plus the shared
+    // experts' (normed first under post-norms).
+    if (c.post_norms) {
+      if (c.shared_experts) {
+        link(Node::kPostLn2, {Node::kUnpermute, Node::kSDown});
+      } else {
+        link(Node::kPostLn2, {Node::kUnpermute});
+      }
+      link(Node::kRes2, {Node::kRes1, Node::kPostLn2});
+    } else if (c.shared_experts) {
       link(Node::kRes2, {Node::kRes1, Node::kUnpermute, Node::kSDown});
     } else {
       link(Node::kRes2, {Node::kRes1, Node::kUnpermute});
@@ -150,6 +168,11 @@ LayerGraph::LayerGraph(const LayerConfig& c) : c_(c) {
     }
   }
   if (c.dropout) needed_.set(idx(Node::kRes2));  // its mask
+  // A post-norm's backward reads its input.
+  if (c.post_norms) {
+    for (Node n : inputs(Node::kPostLn1)) needed_.set(idx(n));
+    for (Node n : inputs(Node::kPostLn2)) needed_.set(idx(n));
+  }
 }
 
 NodeSet LayerGraph::fused_with(Node n) const {

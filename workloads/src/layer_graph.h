@@ -44,6 +44,7 @@ enum class Node : uint8_t {
   kAttn,       ///< attention output: flash (or ring) attention, or the unfused P·V
   kProj,       ///< attention output projection
   kRs1,        ///< tp > 1: all-reduce (reduce-scatter with sequence parallelism) of the projection
+  kPostLn1,    ///< post-norms (Gemma 2, 3): norm of the attention block's output
   kRes1,       ///< residual add (with dropout: bias-dropout-add and its mask)
   kLn2,        ///< MLP norm
   kAg2,        ///< sequence parallel: all-gather of the MLP norm output
@@ -64,6 +65,7 @@ enum class Node : uint8_t {
   kEDown,      ///< MoE: the experts' down projections
   kCombine,    ///< MoE, ep > 1: all-to-all back
   kUnpermute,  ///< MoE: weighted sum of each token's expert outputs
+  kPostLn2,    ///< post-norms: norm of the MLP block's output
   kRes2,       ///< residual add (its output is the next layer's kIn; with dropout the mask is kept)
   kCount
 };
@@ -91,6 +93,7 @@ struct LayerConfig {
   /// query latent; keys and values come up from kKva in one kernel.
   bool mla = false;
   bool q_latent = false;
+  bool post_norms = false;  ///< kPostLn1, kPostLn2 (ModelSpec::post_norms)
   /// Output bytes of each node, per microbatch and device (what keeping it
   /// costs; dropout masks included with the node that makes them).
   std::array<int64_t, kNodes> bytes{};

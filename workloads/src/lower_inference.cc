@@ -260,12 +260,22 @@ class InferenceLowering {
     if (m_.is_mla() && decode > 0) x = matmul("v absorb", L, decode, dv_, m_.mla.kv_lora_rank, {x}, 1.0, a_, a_);
     x = matmul("attn out", L, T_, h_, a_ * dv_, {x});
     x = all_reduce("attn all-reduce", L, x);
+    if (m_.post_norms) x = post_norm("attn post norm", L, x);
     x = mem(ComputeKind::kNorm, "mlp norm", L, T_ * h_ * kAct, T_ * h_ * kAct, 5.0 * T_ * h_, {x});
-    if (m_.is_moe_layer(L)) return moe(L, x);
-    x = matmul("mlp up", L, T_, up_n_, h_, {x});
-    x = mem(ComputeKind::kElementwise, "mlp act", L, T_ * up_n_ * kAct, T_ * f_ * kAct, 4.0 * T_ * f_, {x});
-    x = matmul("mlp down", L, T_, h_, f_, {x});
-    return all_reduce("mlp all-reduce", L, x);
+    if (m_.is_moe_layer(L)) {
+      x = moe(L, x);
+    } else {
+      x = matmul("mlp up", L, T_, up_n_, h_, {x});
+      x = mem(ComputeKind::kElementwise, "mlp act", L, T_ * up_n_ * kAct, T_ * f_ * kAct, 4.0 * T_ * f_, {x});
+      x = matmul("mlp down", L, T_, h_, f_, {x});
+      x = all_reduce("mlp all-reduce", L, x);
+    }
+    return m_.post_norms ? post_norm("mlp post norm", L, x) : x;
+  }
+
+  /// A post-norm (ModelSpec::post_norms) of a block's output, every token's.
+  OpId post_norm(const char* name, int32_t L, OpId x) {
+    return mem(ComputeKind::kNorm, name, L, T_ * h_ * kAct, T_ * h_ * kAct, 5.0 * T_ * h_, {x});
   }
 
   /// Routed experts as one grouped matmul per projection over the local

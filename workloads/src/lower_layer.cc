@@ -21,6 +21,7 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_
   c.fused_gate_up = p.fused_gate_up;
   c.mla = m.is_mla();
   c.q_latent = m.is_mla() && m.mla.q_lora_rank > 0;
+  c.post_norms = m.post_norms;
   // Output bytes per microbatch on this device (bf16 activations; 1-byte
   // dropout masks; fp32 log-sum-exp of flash attention), after Korthikanti
   // et al. 2022, section 4: a GPT layer with dropout keeps 34·s·b·h (+
@@ -51,6 +52,7 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_
   set(Node::kAttn, T * a * dv * kAct + (c.unfused_attention ? 0 : T * a * 4));
   set(Node::kProj, T * h * kAct);
   set(Node::kRs1, Ts * h * kAct);
+  set(Node::kPostLn1, Ts * h * kAct);
   set(Node::kRes1, Ts * h * kAct + mask);
   set(Node::kLn2, Ts * h * kAct);
   set(Node::kAg2, T * h * kAct);
@@ -59,6 +61,7 @@ LayerConfig layer_config(const ModelSpec& m, const Plan& p, bool moe, bool bf16_
   set(Node::kAct, T * f * kAct);
   set(Node::kDown, T * h * kAct);
   set(Node::kRs2, Ts * h * kAct);
+  set(Node::kPostLn2, Ts * h * kAct);
   set(Node::kRes2, mask);
   if (moe) {
     const int64_t slots = sh.moe_slots(m), fe = m.moe.expert_ffn_hidden, fs = m.moe.shared_experts * fe;
@@ -225,6 +228,10 @@ OpId StageLowering::emit_node(Node n, int32_t L, Pass pass, const std::vector<Op
       return residual(L, pass, deps);
     case Node::kLn2:
       return b_.add(norm_op("mlp norm", L, pass), deps);
+    case Node::kPostLn1:
+      return b_.add(norm_op("attn post norm", L, pass), deps);
+    case Node::kPostLn2:
+      return b_.add(norm_op("mlp post norm", L, pass), deps);
     case Node::kAg2:
       return collective(CollectiveKind::kAllGather, kTpAxis, kTpS, "mlp all-gather", L, pass, T_ * h_ * kAct,
                         DType::kBf16, deps);
@@ -578,8 +585,16 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
   const bool late_core = (rp.recomputed & ~core & ~gathers).none();
   LayerOps rec;
   emit_layer(L, Pass::kRecompute, late_core ? rp.recomputed & ~core : rp.recomputed, cur, weights, rec);
+  // A post-norm's backward comes first in its block, reading the norm's
+  // input (kept or recomputed).
+  auto post_norm_backward = [&](Node n, const char* name, OpId grad) {
+    std::vector<OpId> deps = {grad};
+    for (Node input : g.inputs(n)) deps.push_back(rec[input]);
+    return b_.add(norm_op(name, L, pass), deps);
+  };
   // MLP block.
   OpId x, wg;
+  if (g.present(Node::kPostLn2)) cur = post_norm_backward(Node::kPostLn2, "mlp post norm", cur);
   if (m_.is_moe_layer(L)) {
     x = moe_backward(L, cur, weights, rec, wg);
   } else {
@@ -589,6 +604,7 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
   x = residual(L, pass, {x});
   // Attention block.
   OpId dg;
+  if (g.present(Node::kPostLn1)) x = post_norm_backward(Node::kPostLn1, "attn post norm", x);
   x = fp8_backward_casts(Node::kProj, L, x);
   if (userbuffers()) {
     const OpId grad = x;

@@ -41,7 +41,7 @@ ParamCount count_params(const ModelSpec& m) {
   // Norm gains (layernorm adds a bias); GPT-style layers carry biases on
   // every projection.
   const int64_t norm = (m.norm == NormKind::kLayerNorm ? 2 : 1) * h;
-  c.per_layer_other = 2 * norm;
+  c.per_layer_other = (m.post_norms ? 4 : 2) * norm;
   if (m.is_mla()) c.per_layer_other += m.mla.q_lora_rank + m.mla.kv_lora_rank;  // the latents' RMSNorm gains
   if (m.bias) c.per_layer_other += q + 2 * kv + h + (m.gated() ? 2 : 1) * m.ffn_hidden + h;
   c.unembedding = m.vocab * h;

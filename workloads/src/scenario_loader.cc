@@ -118,6 +118,7 @@ ModelSpec parse_model(const Json& j, const std::string& file) {
   m.attention_window = r.int_in("attention_window", 0, kMaxDim, 0);
   m.global_every = r.int_in("global_every", 0, kMaxLayers, 0);
   m.qk_norm = r.boolean("qk_norm", false);
+  m.post_norms = r.boolean("post_norms", false);
   m.source = r.string("source", "");
   if (r.has("mla")) {
     ObjectReader l(r.raw("mla"), file, "/model/mla");

@@ -1816,11 +1816,12 @@ def v6e_model(row, c):
                      mlp="gelu", norm="layernorm", position="learned", tied=True, bias=True, head_dim=128)
     if m == "gemma3_12b":
         return dense("gemma3-12b", 48, 3840, 15360, 16, 8, 262144,
-                     f"{mx(c, 'src/MaxText/configs/models/gemma3-12b.yml')}; {mx(c, 'src/MaxText/layers/gemma3.py', '37-60,125')}: "
+                     f"{mx(c, 'src/MaxText/configs/models/gemma3-12b.yml')}; {mx(c, 'src/MaxText/layers/gemma3.py', '37-60,125,131-172,209-224')}: "
                      "48 layers, hidden 3840, 16 heads of dim 256 (Q width 4096), 8 KV heads, GeGLU FFN 15360, "
-                     "vocab 262144 tied, RMSNorm with pre+post attention/FFW norms (post norms not modelled), "
+                     "vocab 262144 tied, RMSNorm with pre+post attention/FFW norms (use_post_attn_norm, "
+                     "use_post_ffw_norm: true in the model's yml), "
                      "QK-norm, 5 local layers (sliding window 1024) : 1 global", mlp="geglu", tied=True, head_dim=256,
-                     attention_window=1024, global_every=6, qk_norm=True)
+                     attention_window=1024, global_every=6, qk_norm=True, post_norms=True)
     raise KeyError(m)
 
 

@@ -70,6 +70,10 @@ struct ModelSpec {
   int64_t global_every = 0;
   /// RMS norms of the queries and keys (Qwen 3, Gemma 3).
   bool qk_norm = false;
+  /// Norms of the attention block's and the MLP block's outputs before each
+  /// residual add, beside the usual pre-norms (Gemma 2 and 3: MaxText's
+  /// use_post_attn_norm and use_post_ffw_norm, layers/gemma3.py).
+  bool post_norms = false;
   MoeSpec moe;
   MlaSpec mla;
   std::string source;
