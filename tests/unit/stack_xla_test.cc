@@ -77,8 +77,8 @@ TEST(XlaKernels, MaxtextOnTpuRunsSplashAndCountsTheFlopsItExecutes) {
   EXPECT_DOUBLE_EQ(p.op(bwd.back()).flops.value(), 7 * per_pair * blocks);
   EXPECT_DOUBLE_EQ(p.op(bwd.back()).model_flops.value(), 4 * per_pair * exact);
 
-  const Scenario fused = testing::scenario(
-      kMaxtextTpu, xla_with(kXlaTwoLayers, {{"plan.splash_fused_backward", "true"}, {"plan.splash_block_q_dkv", "1024"}}));
+  const Scenario fused = testing::scenario(kMaxtextTpu, xla_with(kXlaTwoLayers, {{"plan.splash_fused_backward", "true"},
+                                                                                 {"plan.splash_block_q_dkv", "1024"}}));
   const Program pf = stage0(fused);
   const double dkv_blocks = 1024.0 * 512 * 2 * (8.0 * 9 / 2);
   EXPECT_DOUBLE_EQ(pf.op(named(pf, "attention", 0, 0, Pass::kBackward).back()).flops.value(),
@@ -110,6 +110,27 @@ TEST(XlaKernels, IotaEmbeddingIsAMatmulOfNoModelFlops) {
   EXPECT_EQ(p.op(fwd.front()).pass, Pass::kForward);
   EXPECT_EQ(p.op(bwd.front()).pass, Pass::kBackward);
   EXPECT_EQ(p.op(fwd.front()).bytes_read.value(), static_cast<int64_t>(V * h * 2 + T * 4));
+}
+
+// MaxText tags query_proj and key_proj after the qk-norms and the rotary
+// embedding (layers/attentions.py): a policy that keeps (or offloads) both
+// holds the rotated queries and keys, so the backward does not rotate them
+// again; naming only one of them holds that projection, and the rotation
+// runs again.
+TEST(XlaKernels, MaxtextKeepsQueriesAndKeysAfterTheRotation) {
+  auto rope_again = [](const std::string& keep) {
+    const Program p = stage0(testing::scenario(
+        kMaxtextTpu, xla_with(kXlaTwoLayers, {{"plan.recompute", "custom"}, {"plan.recompute_keep", keep}})));
+    return named(p, "rope", 1, 0, Pass::kRecompute).size();
+  };
+  EXPECT_EQ(rope_again(R"(["query_proj", "key_proj", "value_proj"])"), 0U);
+  EXPECT_EQ(rope_again(R"(["query_proj", "value_proj"])"), 1U);
+  EXPECT_EQ(rope_again(R"(["qkv_proj"])"), 1U);  // the fused projection, tagged before the rotation
+  const Program offload = stage0(testing::scenario(
+      kMaxtextTpu,
+      xla_with(kXlaTwoLayers, {{"plan.recompute", "custom"},
+                               {"plan.recompute_offload", R"(["query_proj", "key_proj", "value_proj"])"}})));
+  EXPECT_TRUE(named(offload, "rope", 1, 0, Pass::kRecompute).empty());
 }
 
 }  // namespace

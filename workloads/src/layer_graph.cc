@@ -374,11 +374,19 @@ RecomputePlan plan_recompute(const LayerGraph& g, const RecomputeSpec& spec) {
       kept = spec.custom & present;
       break;
   }
+  // MaxText's query_proj and key_proj: the rotation's output where there
+  // is one and both are named.
+  const NodeSet qk = nodes({Node::kQ, Node::kK});
+  auto after_rope = [&](const NodeSet& named) {
+    return named == qk && present.test(idx(Node::kRope)) ? nodes({Node::kRope}) : named & present;
+  };
+  if (spec.policy == P::kCustom) kept |= after_rope(spec.custom_qk);
+  const NodeSet offloaded = spec.offloaded | after_rope(spec.offloaded_qk);
   // Offloaded tensors are kept (the backward reads them back) in host memory.
-  kept |= spec.offloaded & (present | nodes({Node::kIn}));
+  kept |= offloaded & (present | nodes({Node::kIn}));
   if (spec.mode != RecomputeMode::kRegion) region.reset();
   RecomputePlan r = g.plan(kept, spec.mode, region);
-  r.offloaded = spec.offloaded & r.kept;
+  r.offloaded = offloaded & r.kept;
   return r;
 }
 

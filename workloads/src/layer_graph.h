@@ -164,6 +164,14 @@ struct RecomputeSpec {
   NodeSet custom;
   /// Node outputs kept in host memory (offloaded): kept, but not in HBM.
   NodeSet offloaded;
+  /// kCustom under MaxText: the queries and keys its query_proj and
+  /// key_proj name (kQ, kK), kept (custom_qk) or offloaded
+  /// (offloaded_qk). MaxText tags them after the qk-norms and the rotary
+  /// embedding (layers/attentions.py: checkpoint_name after
+  /// apply_rotary_embedding): where the layer has the rotation and both
+  /// are named, the rotation's output is what is held; otherwise the
+  /// projections'.
+  NodeSet custom_qk, offloaded_qk;
   /// kOpSac: the layer's GEMMs are ops the policy's save list names (aten
   /// matmuls). false: they run outside it and are recomputed, not kept.
   bool matmuls_saveable = true;

@@ -1,6 +1,8 @@
 // One Transformer layer of a training step: its forward nodes (layer_graph.h),
 // what the plan's recomputation policy keeps of them and re-runs, and its
 // backward.
+#include <tuple>
+
 #include "stage_lowering.h"
 
 namespace shardsim::detail {
@@ -155,11 +157,15 @@ RecomputeSpec recompute_spec(const Plan& p, bool bf16_layer) {
       break;
     case Recompute::kCustom:
       r.policy = P::kCustom;
-      for (const std::string& name : p.recompute_keep) {
-        if (const auto s = nodes_named(name)) r.custom |= *s;
-      }
-      for (const std::string& name : p.recompute_offload) {
-        if (const auto s = nodes_named(name)) r.offloaded |= *s;
+      for (const auto& [names, set, qk] : {std::tuple{&p.recompute_keep, &r.custom, &r.custom_qk},
+                                           std::tuple{&p.recompute_offload, &r.offloaded, &r.offloaded_qk}}) {
+        for (const std::string& name : *names) {
+          const auto s = nodes_named(name);
+          if (!s) continue;
+          // MaxText tags query_proj and key_proj after the rotation.
+          const bool after_rope = p.framework == Framework::kMaxtext && (name == "query_proj" || name == "key_proj");
+          *(after_rope ? qk : set) |= *s;
+        }
       }
       break;
   }
