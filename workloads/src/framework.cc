@@ -287,6 +287,16 @@ Plan framework_defaults(Framework f) {
       p.memory_kernel_efficiency = kMegatron2021MemoryKernelEfficiency;
       break;
   }
+  // Megatron's ranks, innermost first: tensor, context, (expert,) data, then
+  // pipeline outermost (megatron/core/parallel_state.py initialize_model_
+  // parallel, order "tp-cp-ep-dp-pp", which NeMo 2 passes unless
+  // use_tp_pp_dp_mapping: nemo/lightning/_strategy_lib.py; Megatron-LM of
+  // 2021, mpu/initialize.py, builds its data-parallel groups inside each
+  // pipeline stage's block of ranks the same way), where shardsim's default
+  // puts data parallelism outermost.
+  if (f == Framework::kMegatron2021 || f == Framework::kMegatronCore || f == Framework::kDeepspeed) {
+    p.mesh_order = {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kDp, MeshAxis::kPp};
+  }
   return p;
 }
 
