@@ -682,32 +682,5 @@ TEST(StackMechanisms, EagerNormsReadAndWriteEveryIntermediate) {
             step_time(testing::scenario(json, two)));
 }
 
-// Megatron's frameworks number their ranks tensor, context, data (expert
-// inside it), pipeline outermost (megatron/core/parallel_state.py, order
-// "tp-cp-ep-dp-pp"): with tp 1 and ep 8 on 8-GPU nodes an expert group is
-// one node and a pipeline's stages lie a dp·tp apart. The generic default
-// keeps data parallelism outermost.
-TEST(MeshOrder, MegatronPlacesPipelineOutermostAndExpertsInsideANode) {
-  const std::string json = R"({"model": "mixtral-8x7b", "cluster": {"chip": "h100-sxm", "devices": 64,
-      "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}},
-      "plan": {"framework": "megatron-core", "dp": 16, "pp": 4, "ep": 8, "global_batch": 256, "seq_len": 4096}})";
-  const Scenario s = testing::scenario(json);
-  const Mesh m = build_mesh(s.plan);
-  std::vector<uint32_t> ep, pp;
-  m.group_members(0, axis_bit(MeshAxis::kEp), ep);
-  m.group_members(0, axis_bit(MeshAxis::kPp), pp);
-  EXPECT_EQ(ep, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
-  EXPECT_EQ(pp, (std::vector<uint32_t>{0, 16, 32, 48}));
-  for (const char* f : {"megatron-2021", "deepspeed"}) {
-    const Scenario dense = testing::scenario(json, {{"model", "llama3-8b"}, {"plan.framework", f}, {"plan.ep", "1"}});
-    EXPECT_EQ(build_mesh(dense.plan).stride(MeshAxis::kPp), 16) << f;
-  }
-  const Mesh generic = build_mesh(testing::scenario(json, {{"plan.framework", "generic"}}).plan);
-  EXPECT_EQ(generic.stride(MeshAxis::kPp), 1);
-  // A plan's own order still wins.
-  const Mesh own = build_mesh(testing::scenario(json, {{"plan.mesh_order", R"(["tp", "cp", "pp", "dp"])"}}).plan);
-  EXPECT_EQ(own.stride(MeshAxis::kPp), 1);
-}
-
 }  // namespace
 }  // namespace shardsim

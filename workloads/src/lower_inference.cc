@@ -242,7 +242,7 @@ class InferenceLowering {
   }
 
   OpId layer(int32_t L, OpId x) {
-    x = mem(ComputeKind::kNorm, "attn norm", L, T_ * h_ * kAct, T_ * h_ * kAct, 5.0 * T_ * h_, {x});
+    x = norm("attn norm", L, x);
     if (m_.is_mla()) {
       x = mla_projections(L, x);
     } else {
@@ -260,8 +260,8 @@ class InferenceLowering {
     if (m_.is_mla() && decode > 0) x = matmul("v absorb", L, decode, dv_, m_.mla.kv_lora_rank, {x}, 1.0, a_, a_);
     x = matmul("attn out", L, T_, h_, a_ * dv_, {x});
     x = all_reduce("attn all-reduce", L, x);
-    if (m_.post_norms) x = post_norm("attn post norm", L, x);
-    x = mem(ComputeKind::kNorm, "mlp norm", L, T_ * h_ * kAct, T_ * h_ * kAct, 5.0 * T_ * h_, {x});
+    if (m_.post_norms) x = norm("attn post norm", L, x);
+    x = norm("mlp norm", L, x);
     if (m_.is_moe_layer(L)) {
       x = moe(L, x);
     } else {
@@ -270,11 +270,12 @@ class InferenceLowering {
       x = matmul("mlp down", L, T_, h_, f_, {x});
       x = all_reduce("mlp all-reduce", L, x);
     }
-    return m_.post_norms ? post_norm("mlp post norm", L, x) : x;
+    return m_.post_norms ? norm("mlp post norm", L, x) : x;
   }
 
-  /// A post-norm (ModelSpec::post_norms) of a block's output, every token's.
-  OpId post_norm(const char* name, int32_t L, OpId x) {
+  /// A layer's norm over every token (the pre-norms, and the post-norms of
+  /// ModelSpec::post_norms).
+  OpId norm(const char* name, int32_t L, OpId x) {
     return mem(ComputeKind::kNorm, name, L, T_ * h_ * kAct, T_ * h_ * kAct, 5.0 * T_ * h_, {x});
   }
 
