@@ -295,6 +295,19 @@ CollectivePlan nccl_nodes_plan(CollectiveKind kind, Bytes size, std::span<const 
   return plan;
 }
 
+/// The kernel a serving engine's custom all-reduce of `bytes` over `n` ranks
+/// runs (CustomAllReduce): 0 none (NCCL), 1 one-shot, 2 two-shot. vLLM
+/// (csrc/custom_all_reduce.cuh, REDUCE_CASE) and TensorRT-LLM
+/// (AllreducePlugin::selectImplementation) both take two ranks one-shot.
+int custom_all_reduce_shots(int64_t bytes, int64_t n, const CustomAllReduce& c) {
+  const int64_t workspace = n <= 2 && c.pair_max_bytes > 0 ? c.pair_max_bytes : c.max_bytes;
+  if (bytes > workspace) return 0;
+  if (n <= 2) return 1;
+  const int64_t one_shot_max = n <= c.one_shot_max_ranks ? c.one_shot_small_max_bytes : c.one_shot_max_bytes;
+  if (bytes < one_shot_max) return 1;
+  return c.two_shot ? 2 : 0;
+}
+
 /// A serving engine's custom all-reduce inside one NVLink node
 /// (CustomAllReduce): one-shot, a phase in which every member reads every
 /// peer's whole buffer; two-shot, two phases in which each member reads its
@@ -303,8 +316,7 @@ CollectivePlan nccl_nodes_plan(CollectiveKind kind, Bytes size, std::span<const 
 /// flight; the kernel's fixed time is the phases' latency.
 CollectivePlan custom_all_reduce_plan(Bytes size, std::span<const DeviceId> members, const CustomAllReduce& c) {
   const auto n = static_cast<int64_t>(members.size());
-  const int64_t one_shot_max = n <= c.one_shot_max_ranks ? c.one_shot_small_max_bytes : c.one_shot_max_bytes;
-  const bool one_shot = size.value() < one_shot_max;
+  const bool one_shot = custom_all_reduce_shots(size.value(), n, c) == 1;
   const double S = static_cast<double>(size.value());
   CollectivePlan plan;
   plan.algorithm = one_shot ? "one-shot (custom)" : "two-shot (custom)";
@@ -357,8 +369,8 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
     plan.algorithm = "none (group of one)";
     return plan;
   }
-  if (kind == CollectiveKind::kAllReduce && size.value() <= costs.custom_all_reduce.max_bytes && has_nodes(topo) &&
-      within_one_node(members, topo)) {
+  if (kind == CollectiveKind::kAllReduce && custom_all_reduce_shots(size.value(), p, costs.custom_all_reduce) > 0 &&
+      has_nodes(topo) && within_one_node(members, topo)) {
     return custom_all_reduce_plan(size, members, costs.custom_all_reduce);
   }
   const int64_t nodes = nccl_nodes(kind, members, topo, costs);

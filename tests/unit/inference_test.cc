@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "shardsim/app/step.h"
+#include "shardsim/core/error.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "shardsim/workloads/serving.h"
@@ -133,6 +134,70 @@ TEST(Inference, MoeDecodePermutesEveryTokensCopiesOnEveryTpRank) {
   EXPECT_EQ(permutes, s.model.layers);
   EXPECT_EQ(unpermutes, s.model.layers);
   EXPECT_EQ(topks, s.model.layers);
+}
+
+// The residual stream and the sampler, from the model's shape: every pre-norm
+// after the model's first also adds the branch into the residual (vLLM's
+// fused_add_rms_norm reads the branch and the residual, writes the residual
+// and its norm: 2·T·h each way in bf16, where layer 0's first norm reads and
+// writes T·h), and the tp ranks' logit shards are gathered so that the
+// sampler reads every row's whole (padded) vocabulary in fp32.
+TEST(Inference, PreNormsAddTheResidualAndTheSamplerReadsTheWholeVocabulary) {
+  const Scenario s = testing::scenario(
+      R"({"model": "llama3-8b", "cluster": {"chip": "h100-sxm", "devices": 4, "fabric": {"kind":
+      "nvswitch_fat_tree", "gpus_per_node": 4}}, "plan": {"phase": "decode", "tp": 4, "batch": 64,
+      "context_tokens": 1024}})");
+  const int64_t T = 64, h = s.model.hidden, V = padded_vocab(s.model, 4);
+  const ProgramSet ps = lower_inference_step(s);
+  const Program& p = ps.stages[0];
+  int64_t norm_read = 0, norm_written = 0;
+  int gathers = 0, samples = 0;
+  for (const Op& o : p.ops()) {
+    const std::string_view name = p.name(o);
+    if (name == "attn norm" || name == "mlp norm") {
+      norm_read += o.bytes_read.value();
+      norm_written += o.bytes_written.value();
+    } else if (name == "logits gather") {
+      ++gathers;
+      EXPECT_EQ(o.kind, OpKind::kCollective);
+      EXPECT_EQ(o.collective, CollectiveKind::kAllGather);
+      EXPECT_EQ(o.comm_bytes.value(), T * V * 2);
+    } else if (name == "sample") {
+      ++samples;
+      EXPECT_EQ(o.bytes_read.value(), T * V * 4);
+    }
+  }
+  const int64_t passes = 2 * (2 * s.model.layers - 1) + 1;
+  EXPECT_EQ(norm_read, passes * T * h * 2);
+  EXPECT_EQ(norm_written, passes * T * h * 2);
+  EXPECT_EQ(gathers, 1);
+  EXPECT_EQ(samples, 1);
+}
+
+// plan.custom_all_reduce_kernels names whose thresholds the loader sets: vLLM's
+// by default, TensorRT-LLM's engine plugin's with "trtllm" (topology.h
+// CustomAllReduce); any other name is an input error naming the field.
+TEST(Inference, AllReduceKernelsSetTheEnginesThresholds) {
+  const std::string base =
+      R"({"model": "llama3-70b", "cluster": {"chip": "h100-sxm", "devices": 8, "fabric": {"kind":
+      "nvswitch_fat_tree", "gpus_per_node": 8}}, "plan": {"phase": "decode", "tp": 8, "batch": 64,
+      "context_tokens": 1024}})";
+  const CustomAllReduce vllm = testing::scenario(base).cluster.collective.custom_all_reduce;
+  EXPECT_EQ(vllm.max_bytes, int64_t{8} << 20);
+  EXPECT_TRUE(vllm.two_shot);
+  const CustomAllReduce trt =
+      testing::scenario(base, {{"plan.custom_all_reduce_kernels", "trtllm"}}).cluster.collective.custom_all_reduce;
+  EXPECT_EQ(trt.max_bytes, 8'000'000);
+  EXPECT_EQ(trt.pair_max_bytes, 16'000'000);
+  EXPECT_EQ(trt.one_shot_small_max_bytes, 1'000'000);
+  EXPECT_EQ(trt.one_shot_max_bytes, 500'000);
+  EXPECT_FALSE(trt.two_shot);
+  try {
+    testing::scenario(base, {{"plan.custom_all_reduce_kernels", "nccl"}});
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("custom_all_reduce_kernels"), std::string::npos) << e.what();
+  }
 }
 
 // A long prefill is compute-bound: never faster than its FLOPs at peak, and

@@ -440,6 +440,38 @@ TEST(CustomAllReduce, LoneCallIsTheClosedForm) {
             std::string::npos);
 }
 
+// Each engine's kernel choice. vLLM (csrc/custom_all_reduce.cuh): two ranks
+// one-shot up to its 8 MiB workspace, past the one-shot bound two-shot.
+// TensorRT-LLM's engine plugin under AUTO (allreducePlugin.cpp
+// selectImplementation): two ranks one-shot up to their 16 MB workspace,
+// below 1 MB up to four ranks and 500 kB beyond; two-shot disabled, so NCCL
+// past those bounds.
+TEST(CustomAllReduce, EnginesPickTheirOwnKernels) {
+  const auto topo = h100_nodes(1.0, 8);
+  const CustomAllReduce vllm{int64_t{8} << 20, 256 << 10, 4, 512 << 10, 7.0, 14.0};
+  const CustomAllReduce trt{8'000'000, 500'000, 4, 1'000'000, 7.0, 14.0, 16'000'000, false};
+  auto algorithm = [&](const CustomAllReduce& c, int ranks, int64_t bytes) {
+    CollectiveCosts costs;
+    costs.nccl = kH100;
+    costs.custom_all_reduce = c;
+    std::vector<DeviceId> members;
+    for (int i = 0; i < ranks; ++i) members.push_back(static_cast<DeviceId>(i));
+    return plan_collective(CollectiveKind::kAllReduce, Bytes(bytes), members, *topo, costs).algorithm;
+  };
+  const std::string one = "one-shot (custom)", two = "two-shot (custom)";
+  EXPECT_EQ(algorithm(vllm, 2, int64_t{8} << 20), one);
+  EXPECT_NE(algorithm(vllm, 2, (int64_t{8} << 20) + 2), one);
+  EXPECT_EQ(algorithm(vllm, 4, 512 << 10), two);
+  EXPECT_EQ(algorithm(vllm, 8, (256 << 10) - 2), one);
+  EXPECT_EQ(algorithm(trt, 2, 16'000'000), one);
+  EXPECT_EQ(algorithm(trt, 2, 16'000'002).find("custom"), std::string::npos);
+  EXPECT_EQ(algorithm(trt, 4, 999'998), one);
+  EXPECT_EQ(algorithm(trt, 4, 1'000'000).find("custom"), std::string::npos);
+  EXPECT_EQ(algorithm(trt, 8, 499'998), one);
+  EXPECT_EQ(algorithm(trt, 8, 500'000).find("custom"), std::string::npos);
+  EXPECT_EQ(algorithm(trt, 8, 4'000'000).find("custom"), std::string::npos);
+}
+
 // The nccl-tests curves: every point's error stays within tolerance of the
 // error recorded by scripts/fit_nccl.py --check --record.
 TEST(NcclCurves, ErrorsStayAtTheirRecord) {

@@ -146,6 +146,10 @@ std::string_view to_string(Phase p) {
   return "train";
 }
 
+std::string_view to_string(Plan::AllReduceKernels k) {
+  return k == Plan::AllReduceKernels::kTrtllm ? "trtllm" : "vllm";
+}
+
 std::string_view to_string(Plan::CpComm c) {
   switch (c) {
     case Plan::CpComm::kAllGather:

@@ -80,7 +80,12 @@ class InferenceLowering {
       x = mem(ComputeKind::kNorm, "final norm", -1, rows * h_ * kAct, rows * h_ * kAct, 5.0 * rows * h_, {x});
       // The LM head stays in bf16 in quantized checkpoints (memory.cc).
       x = matmul("lm head", -1, rows, v_, h_, {x}, static_cast<double>(m_.vocab) / (v_ * t_), 1, -1, false);
-      x = mem(ComputeKind::kLoss, "sample", -1, rows * v_ * 4, rows * 8, 5.0 * rows * v_, {x});
+      // The engines sample over the whole vocabulary: the tp ranks' shards
+      // of the logits are gathered first (TensorRT-LLM's lm_head is a
+      // ColumnLinear with gather_output; vLLM's LogitsProcessor gathers
+      // them), and the sampler reads them in fp32.
+      if (t_ > 1) x = all_gather("logits gather", -1, rows * v_ * t_ * kAct, x);
+      x = mem(ComputeKind::kLoss, "sample", -1, rows * v_ * t_ * 4, rows * 8, 5.0 * rows * v_ * t_, {x});
     } else {
       send(x);
     }
@@ -130,6 +135,17 @@ class InferenceLowering {
     o.collective = CollectiveKind::kAllReduce;
     o.axes = axis_bit(MeshAxis::kTp);
     o.comm_bytes = Bytes(T_ * h_ * kAct);
+    return b_.add(o, {dep});
+  }
+
+  /// An all-gather over tp whose gathered output is `bytes` (nccl-tests'
+  /// size).
+  OpId all_gather(std::string_view name, int32_t layer, int64_t bytes, OpId dep) {
+    Op o = base(name, layer, kTpStream);
+    o.kind = OpKind::kCollective;
+    o.collective = CollectiveKind::kAllGather;
+    o.axes = axis_bit(MeshAxis::kTp);
+    o.comm_bytes = Bytes(bytes);
     return b_.add(o, {dep});
   }
 
@@ -242,7 +258,7 @@ class InferenceLowering {
   }
 
   OpId layer(int32_t L, OpId x) {
-    x = norm("attn norm", L, x);
+    x = norm("attn norm", L, x, L > 0);
     if (m_.is_mla()) {
       x = mla_projections(L, x);
     } else {
@@ -260,8 +276,8 @@ class InferenceLowering {
     if (m_.is_mla() && decode > 0) x = matmul("v absorb", L, decode, dv_, m_.mla.kv_lora_rank, {x}, 1.0, a_, a_);
     x = matmul("attn out", L, T_, h_, a_ * dv_, {x});
     x = all_reduce("attn all-reduce", L, x);
-    if (m_.post_norms) x = norm("attn post norm", L, x);
-    x = norm("mlp norm", L, x);
+    if (m_.post_norms) x = norm("attn post norm", L, x, false);
+    x = norm("mlp norm", L, x, true);
     if (m_.is_moe_layer(L)) {
       x = moe(L, x);
     } else {
@@ -270,13 +286,22 @@ class InferenceLowering {
       x = matmul("mlp down", L, T_, h_, f_, {x});
       x = all_reduce("mlp all-reduce", L, x);
     }
-    return m_.post_norms ? norm("mlp post norm", L, x) : x;
+    return m_.post_norms ? norm("mlp post norm", L, x, false) : x;
   }
 
   /// A layer's norm over every token (the pre-norms, and the post-norms of
-  /// ModelSpec::post_norms).
-  OpId norm(const char* name, int32_t L, OpId x) {
-    return mem(ComputeKind::kNorm, name, L, T_ * h_ * kAct, T_ * h_ * kAct, 5.0 * T_ * h_, {x});
+  /// ModelSpec::post_norms). A pre-norm after the model's first also adds
+  /// the branch's output into the residual stream, in the same kernel
+  /// (vLLM's and SGLang's fused_add_rms_norm: it reads the branch output
+  /// and the residual and writes the new residual and its norm, four
+  /// passes over the tokens' hidden states where a plain norm makes two;
+  /// TensorRT-LLM's engine without reduce_fusion, trtllm-bench's build,
+  /// runs the add and the norm as two kernels, five passes: under-charged
+  /// by one).
+  OpId norm(const char* name, int32_t L, OpId x, bool residual) {
+    const int64_t passes = residual ? 2 : 1;
+    return mem(ComputeKind::kNorm, name, L, passes * T_ * h_ * kAct, passes * T_ * h_ * kAct,
+               (residual ? 6.0 : 5.0) * T_ * h_, {x});
   }
 
   /// Routed experts as one grouped matmul per projection over the local

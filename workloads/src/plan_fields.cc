@@ -361,6 +361,8 @@ std::vector<PlanField> make_fields() {
     f.push_back(std::move(graphs));
   }
   f.push_back(boolean("custom_all_reduce", kInferenceOnly, &P::custom_all_reduce));
+  f.push_back(choice("custom_all_reduce_kernels", kInferenceOnly, &P::custom_all_reduce_kernels,
+                     {Plan::AllReduceKernels::kVllm, Plan::AllReduceKernels::kTrtllm}));
   return f;
 }
 

@@ -371,7 +371,24 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   const bool custom_all_reduce =
       sc.workload.present ? sc.workload.custom_all_reduce : sc.plan.inference() && sc.plan.custom_all_reduce;
   if (custom_all_reduce && sc.cluster.chip.nvlink_links > 0) {
-    sc.cluster.collective.custom_all_reduce.max_bytes = int64_t{8} << 20;
+    CustomAllReduce& ca = sc.cluster.collective.custom_all_reduce;
+    ca.max_bytes = int64_t{8} << 20;
+    if (!sc.workload.present && sc.plan.custom_all_reduce_kernels == Plan::AllReduceKernels::kTrtllm) {
+      // TensorRT-LLM's engine plugin under its default strategy AUTO
+      // (cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp,
+      // selectImplementation, and customAllReduceUtils.h
+      // getMaxRequiredWorkspaceSize, 0.17 and the releases around it):
+      // workspace 16 MB for two ranks, 8 MB beyond; one-shot at two ranks,
+      // below 1 MB up to four, below 500 kB beyond; two-shot disabled
+      // ("temporary measure", nvbug 4718747), so everything else is NCCL.
+      // The kernels' fixed times are vLLM's (not measured for TensorRT-LLM).
+      ca.max_bytes = 8'000'000;
+      ca.pair_max_bytes = 16'000'000;
+      ca.one_shot_max_ranks = 4;
+      ca.one_shot_small_max_bytes = 1'000'000;
+      ca.one_shot_max_bytes = 500'000;
+      ca.two_shot = false;
+    }
   }
   r.string("description", "");
   if (r.has("published")) sc.published = parse_published(r.raw("published"), name);

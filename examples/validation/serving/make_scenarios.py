@@ -40,10 +40,17 @@ CHIPS = {"h100-sxm": "h100-sxm", "h200-sxm": "h200-sxm", "a100-sxm-80g": "a100-s
 DTYPES = {"fp8": "fp8", "bf16": "bf16", "fp16": "bf16"}
 
 
+# TensorRT-LLM's engine (TRT backend) reduces tensor-parallel activations with its AllreducePlugin under the
+# default strategy AUTO, which never picks two-shot (docs/inference.md).
+TRTLLM_ENGINE_ALL_REDUCE = ("tp all-reduces as TensorRT-LLM's engine plugin picks them under AUTO: one-shot at 2 ranks "
+                            "(16 MB workspace), below 1 MB up to 4 ranks and 500 kB beyond, NCCL otherwise "
+                            "(cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp selectImplementation at "
+                            "0.17.0.post1: two-shot disabled)")
+
 # Host time per iteration of TensorRT-LLM 0.14 streaming through Triton (serving.iteration_overhead_us): no
 # source publishes it; fitted by fit_iteration_overhead.py on the development rows of trtllm-online-0.14
 # (Llama 3 70B, tp 4, H100 and H200; 2026-12-01: 19.3% -> 13.3% mean |error| over their 92 metrics).
-TRITON_TRTLLM_014_ITERATION_OVERHEAD_US = 4000
+TRITON_TRTLLM_014_ITERATION_OVERHEAD_US = 4250
 
 
 def skip_reason(row):
@@ -100,6 +107,9 @@ def scenario(row, split):
                      "max batch and tokens from trtllm-bench's heuristic" % row["num_requests"])
         if row["kv_dtype"] is None:
             notes.append("KV cache dtype not stated: %s as the checkpoint's quantization" % kd)
+        if src == "trtllm-perf-0.17":
+            plan["custom_all_reduce_kernels"] = "trtllm"
+            notes.append(TRTLLM_ENGINE_ALL_REDUCE)
     elif src == "trtllm-online-0.14":
         kd = kd or "bf16"
         serving.update({"engine": "trtllm", "requests": row["num_requests"] or 500, "max_batch": 2048,
@@ -111,6 +121,8 @@ def scenario(row, split):
             serving["arrivals"] = "burst"
         notes.append("engine limits not stated: trtllm-build's defaults max_batch_size 2048, max_num_tokens 8192; "
                      "KV fraction 0.9 (tensorrtllm_backend default); KV cache bf16")
+        notes.append("tp all-reduces with the default (vLLM's) kernel choice: 0.14's AllreducePlugin was not read "
+                     "(0.10's predates the two-shot workaround that 0.17's carries; evaluation 7 in evaluations.md)")
         serving["iteration_overhead_us"] = TRITON_TRTLLM_014_ITERATION_OVERHEAD_US
         notes.append("host time per iteration %d us: Triton's streamed responses, a parameter of this stack fitted "
                      "by fit_iteration_overhead.py on the source's development rows"

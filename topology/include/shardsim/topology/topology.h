@@ -96,14 +96,19 @@ struct NcclSpec {
 /// oneshot / twoshot kernels): one-shot, every rank reads every peer's whole
 /// buffer over NVLink and sums; two-shot, a reduce-scatter then an
 /// all-gather over peer-to-peer reads, with a barrier each. max_bytes 0:
-/// not used (training, NCCL only).
+/// not used (training, NCCL only). Both engines run a group of two ranks
+/// one-shot up to their workspace. Past the one-shot bound vLLM runs
+/// two-shot; TensorRT-LLM's engine plugin (AUTO, releases of 2024-25) has
+/// two-shot disabled and calls NCCL (two_shot false).
 struct CustomAllReduce {
-  int64_t max_bytes = 0;           ///< larger messages go to NCCL (vLLM, TensorRT-LLM: 8 MiB)
-  int64_t one_shot_max_bytes = 0;  ///< one-shot below, two-shot above (vLLM: 256 KiB beyond 4 ranks, 512 KiB up to 4)
+  int64_t max_bytes = 0;           ///< larger messages go to NCCL (vLLM 8 MiB; TensorRT-LLM 8 MB)
+  int64_t one_shot_max_bytes = 0;  ///< one-shot below, beyond one_shot_max_ranks (vLLM 256 KiB)
   int one_shot_max_ranks = 4;      ///< groups up to this size use one_shot_small_max_bytes
   int64_t one_shot_small_max_bytes = 0;
   double one_shot_latency_us = 0;  ///< fixed time of a one-shot call (launch, flag exchange)
   double two_shot_latency_us = 0;  ///< the same for two-shot (two barriers)
+  int64_t pair_max_bytes = 0;      ///< the workspace for a group of two ranks (0: max_bytes; TensorRT-LLM 16 MB)
+  bool two_shot = true;            ///< past the one-shot bound: two-shot, or NCCL when false
 };
 
 /// Fixed costs of a collective beyond its bytes over the links.

@@ -42,6 +42,8 @@ bool in_bf16_tail(const Plan& p, int64_t layers, int64_t layer);
 std::string_view to_string(Phase p);
 /// How context parallelism moves keys and values ("p2p", "all_gather", "a2a").
 std::string_view to_string(Plan::CpComm c);
+/// A serving engine's custom all-reduce ("vllm", "trtllm").
+std::string_view to_string(Plan::AllReduceKernels k);
 /// A mixture-of-experts token dispatcher ("alltoall", "allgather").
 std::string_view to_string(Plan::MoeDispatcher d);
 /// A loss kernel ("megatron", "te", "torch", "torch_bf16", "xla").

@@ -337,6 +337,11 @@ struct Plan {
   /// the engine's custom kernels rather than NCCL (vLLM, TensorRT-LLM, SGLang
   /// default).
   bool custom_all_reduce = true;
+  /// Whose kernels and thresholds those are: vllm (one-shot for small
+  /// messages, two-shot up to 8 MiB; SGLang runs the same kernels) or trtllm
+  /// (TensorRT-LLM's engine plugin: one-shot only, NCCL past it;
+  /// docs/inference.md).
+  enum class AllReduceKernels : uint8_t { kVllm, kTrtllm } custom_all_reduce_kernels = AllReduceKernels::kVllm;
 
   /// Every field equal (the search's and the scenario writer's round trip).
   bool operator==(const Plan&) const = default;
