@@ -5,6 +5,7 @@
 // and expert tensor parallelism are in stack_test.cc.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,27 @@ TEST(StackMechanisms, PerOpCheckpointingKeepsTheMoeAllToAlls) {
   for (const char* n : {"moe dispatch", "moe combine"}) {
     EXPECT_TRUE(named(sac, n, 0, 0, Pass::kRecompute).empty()) << n;
     EXPECT_FALSE(named(full, n, 0, 0, Pass::kRecompute).empty()) << n;
+  }
+}
+
+// The experts' linear layer is one autograd node (Transformer Engine's
+// GroupedLinear and Linear, PyTorch's grouped_mm): its backward makes the
+// input and the weight gradients before the dispatcher's all-to-all, the
+// next node, runs, so the backward's combine all-to-all follows the up
+// projection's weight gradient. XLA schedules them apart: under MaxText the
+// all-to-all waits for the input gradient only.
+TEST(StackMechanisms, TheBackwardAllToAllWaitsForTheExpertsWeightGradient) {
+  for (const char* fw : {"megatron-core", "torchtitan", "maxtext"}) {
+    const Program p = stage0(testing::scenario(kTinyMoe, {{"plan.framework", fw}}));
+    const std::vector<OpId> combine = named(p, "moe combine", 0, 0, Pass::kBackward);
+    const std::vector<OpId> wgrad = named(p, "experts up wgrad", 0, 0, Pass::kBackward);
+    const std::vector<OpId> dgrad = named(p, "experts up dgrad", 0, 0, Pass::kBackward);
+    ASSERT_EQ(combine.size(), 1u) << fw;
+    ASSERT_EQ(wgrad.size(), 1u) << fw;
+    ASSERT_EQ(dgrad.size(), 1u) << fw;
+    const std::set<OpId> before = testing::ancestors(p, combine.front());
+    EXPECT_TRUE(before.count(dgrad.front())) << fw;
+    EXPECT_EQ(before.count(wgrad.front()) == 1, std::string(fw) != "maxtext") << fw;
   }
 }
 

@@ -204,8 +204,16 @@ OpId StageLowering::moe_backward(int32_t L, OpId cur, OpId weights, const LayerO
   dg = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 3 * e * kAct, 2 * e * kAct, 12, {dg, rec[Node::kEUp]});
   dg = fp8_backward_casts(Node::kEUp, L, dg);
   const OpId up_dg = experts_matmul("experts up dgrad", L, pass, me, h_, 2 * fel, {dg});
-  experts_matmul("experts up wgrad", L, pass, h_, 2 * fel, me, {dg, rec[expert_in]}, Operands::kWeightGrad);
-  y = moe_combine(L, pass, {up_dg});
+  const OpId up_wg =
+      experts_matmul("experts up wgrad", L, pass, h_, 2 * fel, me, {dg, rec[expert_in]}, Operands::kWeightGrad);
+  // The experts' linear layer is one autograd node whose backward makes the
+  // input and the weight gradients before it returns (Transformer Engine's
+  // GroupedLinear and Linear, PyTorch's grouped_mm), and the dispatcher's
+  // all-to-all is the next node: it waits for the weight gradient too.
+  // XLA schedules the two apart.
+  std::vector<OpId> up = {up_dg};
+  if (p_.framework != Framework::kMaxtext) up.push_back(up_wg);
+  y = moe_combine(L, pass, up);
   y = memop(ComputeKind::kElementwise, "moe permute", L, pass, Ts_ * h_, slots * h_ * kAct, Ts_ * h_ * kAct, 1, {y});
   const OpId rd = matmul("router dgrad", L, pass, Ts_, h_, E, {y}, 1.0, 1, Operands::kWeights, Precision::kHigh);
   wgrad = matmul("router wgrad", L, pass, h_, E, Ts_, {y, rec[Node::kLn2]}, 1.0, 1, Operands::kWeightGrad,
