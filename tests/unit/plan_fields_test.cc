@@ -116,6 +116,7 @@ Plan off_default_plan(bool hybrid) {
     p.moe_dispatcher = Plan::MoeDispatcher::kAllGather;
     p.expert_tp = 2;
     p.moe_grouped_gemm = false;
+    p.moe_bias_passes = true;
     p.moe_dedup = true;
     p.moe_routing = Plan::MoeRouting::kContiguous;
   }

@@ -113,6 +113,37 @@ TEST(StackMechanisms, TheBackwardAllToAllWaitsForTheExpertsWeightGradient) {
   }
 }
 
+// NeMo AutoModel adds gpt-oss's expert biases in passes of their own after
+// each grouped GEMM (GroupedExperts._apply_bias): after the up projection a
+// per-expert add and a concatenation over its bf16 output (2 reads and 2
+// writes of 2 bytes a value); after the down projection b·p in fp32, the
+// add in fp32, the concatenation in fp32 and the cast back (14 bytes read
+// and 14 written a value). The backward sums the up bias's gradient (one
+// read) and, for the down one, casts up and down and reduces twice. Only a
+// model with biases, only with the plan's moe_bias_passes.
+TEST(StackMechanisms, ExpertBiasPassesFollowTheGroupedGemms) {
+  const std::vector<Override> on = {{"model.bias", "true"}, {"plan.moe_bias_passes", "true"}};
+  const Program p = stage0(testing::scenario(kTinyMoe, on));
+  // 2048 tokens a rank, top 2 over ep 4: 2048 rows for each of 2 local experts.
+  const int64_t rows = 2 * 2048, up = rows * 2 * 2048, down = rows * 1024;
+  auto one = [&](const char* name, Pass pass) {
+    const std::vector<OpId> ids = named(p, name, 0, 0, pass);
+    EXPECT_EQ(ids.size(), 1u) << name;
+    return ids.empty() ? Op{} : p.op(ids.front());
+  };
+  EXPECT_EQ(one("experts up bias", Pass::kForward).bytes_read.value(), 4 * up);
+  EXPECT_EQ(one("experts up bias", Pass::kForward).bytes_written.value(), 4 * up);
+  EXPECT_EQ(one("experts down bias", Pass::kForward).bytes_read.value(), 14 * down);
+  EXPECT_EQ(one("experts down bias", Pass::kForward).bytes_written.value(), 14 * down);
+  EXPECT_EQ(one("experts up bias grad", Pass::kBackward).bytes_read.value(), 2 * up);
+  EXPECT_EQ(one("experts down bias grad", Pass::kBackward).bytes_read.value(), 14 * down);
+  EXPECT_EQ(one("experts down bias grad", Pass::kBackward).bytes_written.value(), 6 * down);
+  for (const std::vector<Override>& off :
+       {std::vector<Override>{{"model.bias", "true"}}, std::vector<Override>{{"plan.moe_bias_passes", "true"}}}) {
+    EXPECT_TRUE(named(stage0(testing::scenario(kTinyMoe, off)), "experts up bias").empty());
+  }
+}
+
 // With one data-parallel replica (dp·cp 1) and experts whole on each of 8
 // tp ranks, ZeRO still shards the experts' states over their 8 replicas
 // (Megatron-Core's expert data-parallel group): Adam updates the dense

@@ -33,6 +33,34 @@ OpId StageLowering::experts_matmul(std::string_view name, int32_t L, Pass pass, 
   }
   return x;
 }
+/// The experts' biases over `elems` output values of a grouped GEMM, in
+/// passes of their own (Plan::moe_bias_passes, NeMo AutoModel's
+/// GroupedExperts._apply_bias, components/moe/layers.py at 01926a5c): after
+/// the up projection a per-expert t + b and the concatenation (each reads
+/// and writes the bf16 output); after the down projection t + b·p with the
+/// routing probability p in fp32 (b·p written in fp32, the sum read and
+/// written in fp32), the concatenation in fp32 and the cast back to bf16.
+/// Backward (`down` the down projection's): the up bias's gradient sums its
+/// output gradient over the rows; the down one casts the bf16 gradient up
+/// to fp32, back down for the GEMM's input, and reduces it twice (the bias's
+/// gradient, weighted by p, and p's, weighted by b).
+OpId StageLowering::expert_bias(int32_t L, Pass pass, int64_t elems, bool down, OpId x) {
+  if (!p_.moe_bias_passes || !m_.bias) return x;
+  const bool backward = pass == Pass::kBackward;
+  const char* name = down ? (backward ? "experts down bias grad" : "experts down bias")
+                          : (backward ? "experts up bias grad" : "experts up bias");
+  if (!down) {
+    return backward
+               ? memop(ComputeKind::kElementwise, name, L, pass, elems, elems * kAct, 0, 1, {x})
+               : memop(ComputeKind::kElementwise, name, L, pass, elems, 2 * elems * kAct, 2 * elems * kAct, 1, {x});
+  }
+  constexpr int64_t kF32 = 4;
+  return backward ? memop(ComputeKind::kElementwise, name, L, pass, elems, elems * (kAct + 3 * kF32),
+                          elems * (kF32 + kAct), 4, {x})
+                  : memop(ComputeKind::kElementwise, name, L, pass, elems, elems * (kAct + 3 * kF32),
+                          elems * (3 * kF32 + kAct), 3, {x});
+}
+
 /// Tokens to the experts' devices: an all-to-all of the routed slots over ep
 /// (Megatron's alltoall dispatcher), or an all-gather of every token over
 /// ep (its allgather dispatcher; each rank keeps the ones its experts got);
@@ -146,11 +174,12 @@ OpId StageLowering::moe_node(Node n, int32_t L, Pass pass, const std::vector<OpI
     case Node::kSDown:
       return shared_scatter(L, pass, matmul("shared experts down", L, pass, T_, h_, fsl, deps));
     case Node::kEUp:
-      return experts_matmul("experts up", L, pass, me, 2 * fel, h_, deps);
+      return expert_bias(L, pass, 2 * e, false, experts_matmul("experts up", L, pass, me, 2 * fel, h_, deps));
     case Node::kEAct:
       return memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 2 * e * kAct, e * kAct, 8, deps);
     case Node::kEDown:
-      return experts_matmul("experts down", L, pass, me, h_, fel, deps);
+      return expert_bias(L, pass, local_experts_ * me * h_, true,
+                         experts_matmul("experts down", L, pass, me, h_, fel, deps));
     case Node::kCombine:
       return moe_combine(L, pass, deps);
     case Node::kUnpermute:
@@ -197,11 +226,13 @@ OpId StageLowering::moe_backward(int32_t L, OpId cur, OpId weights, const LayerO
     matmul("shared experts up wgrad", L, pass, h_, 2 * fsl, T_, input, 1.0, 1, Operands::kWeightGrad);
     shared = shared_scatter(L, pass, sd);
   }
+  y = expert_bias(L, pass, local_experts_ * me * h_, true, y);
   y = fp8_backward_casts(Node::kEDown, L, y);
   OpId dg = experts_matmul("experts down dgrad", L, pass, me, fel, h_, {y});
   experts_matmul("experts down wgrad", L, pass, fel, h_, me, {y, rec[Node::kEAct]}, Operands::kWeightGrad);
   const int64_t e = local_experts_ * me * fel;
   dg = memop(ComputeKind::kElementwise, "swiglu", L, pass, e, 3 * e * kAct, 2 * e * kAct, 12, {dg, rec[Node::kEUp]});
+  dg = expert_bias(L, pass, 2 * e, false, dg);
   dg = fp8_backward_casts(Node::kEUp, L, dg);
   const OpId up_dg = experts_matmul("experts up dgrad", L, pass, me, h_, 2 * fel, {dg});
   const OpId up_wg =

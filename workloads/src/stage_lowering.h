@@ -611,8 +611,7 @@ class StageLowering {
   /// pays before its GEMM under the plan's fp8 recipe; returns the op the
   /// GEMM then depends on (`deps` unchanged when there is none).
   std::vector<OpId> fp8_forward_casts(Node n, int32_t L, Pass pass, const std::vector<OpId>& deps);
-  /// The same before a linear node's dgrad and wgrad GEMMs.
-  OpId fp8_backward_casts(Node n, int32_t L, OpId dep);
+  OpId fp8_backward_casts(Node n, int32_t L, OpId dep);  ///< the same before a linear node's dgrad and wgrad GEMMs
 
   // Mixture of experts (lower_moe.cc).
   int64_t moe_slots() const;
@@ -620,6 +619,7 @@ class StageLowering {
   OpId experts_matmul(std::string_view name, int32_t L, Pass pass, int64_t m, int64_t n, int64_t k,
                       const std::vector<OpId>& deps, Operands operands = Operands::kWeights);
   OpId all_to_all(std::string_view name, int32_t L, Pass pass, const std::vector<OpId>& deps);
+  OpId expert_bias(int32_t L, Pass pass, int64_t elems, bool down, OpId x);  ///< moe_bias_passes
   double a2a_copies() const;
   OpId moe_dispatch(int32_t L, Pass pass, const std::vector<OpId>& deps);
   OpId moe_combine(int32_t L, Pass pass, const std::vector<OpId>& deps);

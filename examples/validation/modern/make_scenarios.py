@@ -2249,6 +2249,9 @@ def build_automodel(row):
                             "MoEFlexTokenDispatcher: all-to-all dispatch)"),
         "expert_tp": K(1, "TP 1 (" + f"{AM}:docs/performance-summary.md:13-18" + ")"),
         "moe_grouped_gemm": K(True, f"{AM}:nemo_automodel/components/moe/layers.py:484-499 (grouped_gemm ops.gmm)"),
+        **({"moe_bias_passes": K(True, f"{AM}:nemo_automodel/components/moe/layers.py:362-391,484-503 (gpt-oss "
+                                 "expert_bias: _apply_bias after each ops.gmm, a per-expert add and torch.cat, in "
+                                 "fp32 after the down projection)")} if name.startswith("gpt_oss") else {}),
         "moe_dedup": K(True, f"{AM}:nemo_automodel/components/moe/layers.py:419-443 (DeepEP dispatch: a token is sent "
                        "once to each rank holding any of its experts)"),
         "moe_routing": K("contiguous", f"{AM}:nemo_automodel/components/moe/layers.py:516-559 (fake balanced gate: "

@@ -303,6 +303,12 @@ struct Plan {
   int64_t expert_tp = 1;
   /// The local experts run as one grouped GEMM; false: one GEMM per expert.
   bool moe_grouped_gemm = true;
+  /// A model with biases adds its experts' biases in separate passes after
+  /// each grouped GEMM (NeMo AutoModel's GroupedExperts._apply_bias: a
+  /// per-expert add and a concatenation, in fp32 after the down projection
+  /// where the bias is weighted by the routing probability); false: in the
+  /// GEMM's epilogue, free.
+  bool moe_bias_passes = false;
   /// The dispatch sends a token once to each rank that holds any of its
   /// experts (DeepEP), not once per expert.
   bool moe_dedup = false;
