@@ -1634,6 +1634,10 @@ def build_dgxc_paxml(row):
                                "scheduler; while_loop_double_buffering=false)", note="")
     knobs["memory_reserved_bytes"] = jax_pool(0.94 if row["model"] == "gpt3_175b" and not fp8 else 0.9,
                                               dg(c, cfg, "50-71"))
+    knobs["embedding_matmul"] = K(True, "google/paxml@4a6bf20:paxml/tasks/lm/params/c4.py:344 (TransformerLmSpmdAdam "
+                                  "EMBEDDING_LOOKUP_STYLE 'matmul', inherited by GPT126MBase) and " + pax +
+                                  ":62-69 (the shared embedding's lookup_style): the lookup as a one-hot matmul; the "
+                                  "learned positions' lookup too (a 2048-wide one-hot, not charged)")
     if fp8:
         knobs["matmul_dtype"] = K("fp8", dg(c, cfg, "42-44") + " (ENABLE_FP8=1: TE fp8_autocast)")
         knobs["fp8_recipe"] = K("delayed", "JAX-Toolbox@dbac0a72 patches/paxml/PR-46.patch te_helper.py "
