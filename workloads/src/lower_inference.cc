@@ -128,34 +128,25 @@ class InferenceLowering {
     return b_.add(o, deps);
   }
 
+  /// A collective of `bytes` (nccl-tests' size: an all-gather's gathered
+  /// output) over one axis, on that axis's stream.
+  OpId collective(CollectiveKind kind, MeshAxis axis, std::string_view name, int32_t layer, int64_t bytes, OpId dep) {
+    Op o = base(name, layer, axis == MeshAxis::kEp ? kEpStream : kTpStream);
+    o.kind = OpKind::kCollective;
+    o.collective = kind;
+    o.axes = axis_bit(axis);
+    o.comm_bytes = Bytes(bytes);
+    return b_.add(o, {dep});
+  }
   OpId all_reduce(std::string_view name, int32_t layer, OpId dep) {
     if (t_ == 1) return dep;
-    Op o = base(name, layer, kTpStream);
-    o.kind = OpKind::kCollective;
-    o.collective = CollectiveKind::kAllReduce;
-    o.axes = axis_bit(MeshAxis::kTp);
-    o.comm_bytes = Bytes(T_ * h_ * kAct);
-    return b_.add(o, {dep});
+    return collective(CollectiveKind::kAllReduce, MeshAxis::kTp, name, layer, T_ * h_ * kAct, dep);
   }
-
-  /// An all-gather over tp whose gathered output is `bytes` (nccl-tests'
-  /// size).
   OpId all_gather(std::string_view name, int32_t layer, int64_t bytes, OpId dep) {
-    Op o = base(name, layer, kTpStream);
-    o.kind = OpKind::kCollective;
-    o.collective = CollectiveKind::kAllGather;
-    o.axes = axis_bit(MeshAxis::kTp);
-    o.comm_bytes = Bytes(bytes);
-    return b_.add(o, {dep});
+    return collective(CollectiveKind::kAllGather, MeshAxis::kTp, name, layer, bytes, dep);
   }
-
   OpId all_to_all(std::string_view name, int32_t layer, int64_t bytes, OpId dep) {
-    Op o = base(name, layer, kEpStream);
-    o.kind = OpKind::kCollective;
-    o.collective = CollectiveKind::kAllToAll;
-    o.axes = axis_bit(MeshAxis::kEp);
-    o.comm_bytes = Bytes(bytes);
-    return b_.add(o, {dep});
+    return collective(CollectiveKind::kAllToAll, MeshAxis::kEp, name, layer, bytes, dep);
   }
 
   void send(OpId dep) {
