@@ -313,10 +313,12 @@ int custom_all_reduce_shots(int64_t bytes, int64_t n, const CustomAllReduce& c) 
 /// peer's whole buffer; two-shot, two phases in which each member reads its
 /// 1/n slice from every peer (reduce-scatter) and then every peer's reduced
 /// slice (all-gather). The flows share the NVLinks with everything else in
-/// flight; the kernel's fixed time is the phases' latency.
-CollectivePlan custom_all_reduce_plan(Bytes size, std::span<const DeviceId> members, const CustomAllReduce& c) {
+/// flight; the kernel's fixed time is the phases' latency. `shots`: 1 or 2,
+/// custom_all_reduce_shots' choice.
+CollectivePlan custom_all_reduce_plan(Bytes size, std::span<const DeviceId> members, const CustomAllReduce& c,
+                                      int shots) {
   const auto n = static_cast<int64_t>(members.size());
-  const bool one_shot = custom_all_reduce_shots(size.value(), n, c) == 1;
+  const bool one_shot = shots == 1;
   const double S = static_cast<double>(size.value());
   CollectivePlan plan;
   plan.algorithm = one_shot ? "one-shot (custom)" : "two-shot (custom)";
@@ -369,9 +371,11 @@ CollectivePlan plan_collective(CollectiveKind kind, Bytes size, std::span<const 
     plan.algorithm = "none (group of one)";
     return plan;
   }
-  if (kind == CollectiveKind::kAllReduce && custom_all_reduce_shots(size.value(), p, costs.custom_all_reduce) > 0 &&
-      has_nodes(topo) && within_one_node(members, topo)) {
-    return custom_all_reduce_plan(size, members, costs.custom_all_reduce);
+  if (kind == CollectiveKind::kAllReduce) {
+    const int shots = custom_all_reduce_shots(size.value(), p, costs.custom_all_reduce);
+    if (shots > 0 && has_nodes(topo) && within_one_node(members, topo)) {
+      return custom_all_reduce_plan(size, members, costs.custom_all_reduce, shots);
+    }
   }
   const int64_t nodes = nccl_nodes(kind, members, topo, costs);
   if (nodes == 1) return nccl_plan(kind, size, members, topo, costs.nccl);
