@@ -7,12 +7,15 @@ and made before any prediction was looked at:
 - Cluster: the row's GPU preset (an A100 of unstated memory: the 80 GB SXM preset), tp x pp devices on one
   NVSwitch node. fp16 runs as bf16 (same bytes, same tensor-core rate).
 - trtllm-bench max-load rows (perf-overview pages): engine "trtllm" (in-flight batching, GUARANTEED_NO_EVICT,
-  no chunked context, 32-token blocks), every request queued at 0 ("arrivals": "burst"), the page's request
+  no chunked context, 32-token blocks: 64 on the 0.17 engine), every request queued at 0 ("arrivals": "burst"), the page's request
   count and fixed lengths (prepare_dataset.py token-norm-dist, stdev 0), --kv_cache_free_gpu_mem_fraction
   0.95 (the pages: "in majority of cases" / "in many cases"), max batch and tokens from trtllm-bench's own
   heuristic (the loader applies it). FP8 quantization: fp8 weights and KV cache (the 0.17 page says FP8
   quantization makes the KV cache FP8; the later pages' ModelOpt FP8 checkpoints are taken alike).
-  Mixtral: experts split over tp (TensorRT-LLM's default moe_tp_size = tp, no expert parallelism).
+  Mixtral: experts split over tp (TensorRT-LLM's default moe_tp_size = tp, no expert parallelism). The 0.17
+  engine (TensorRT backend): 64-token KV pages and no CUDA graphs (its build and bench defaults), and the host
+  time each iteration adds, TRTLLM_017_ITERATION_OVERHEAD_US, a parameter of that stack fitted by
+  fit_iteration_overhead.py on the source's development rows (marked published.fitted).
 - The online table (Triton + tensorrtllm_backend 0.14): engine "trtllm" with the engine builder's defaults
   max_batch_size 2048 and max_num_tokens 8192 (trtllm-build), KV fraction 0.9 (the backend's default),
   bf16 weights and KV cache; Poisson arrivals at the QPS (500 requests), QPS INF as a burst. Throughput is
@@ -51,6 +54,19 @@ TRTLLM_ENGINE_ALL_REDUCE = ("tp all-reduces as TensorRT-LLM's engine plugin pick
 # source publishes it; fitted by fit_iteration_overhead.py on the development rows of trtllm-online-0.14
 # (Llama 3 70B, tp 4, H100 and H200; 2026-12-01: 19.3% -> 13.3% mean |error| over their 92 metrics).
 TRITON_TRTLLM_014_ITERATION_OVERHEAD_US = 4250
+
+# Host time per iteration of TensorRT-LLM 0.17's C++ executor on its TensorRT engine path, run by trtllm-bench
+# (serving.iteration_overhead_us): scheduling, the runtime's per-request buffers, the decoder's setup and the
+# responses, between the GPU's iterations (no overlap scheduler there; 1.0's PyTorch path hides it). No source
+# publishes it; fitted by fit_iteration_overhead.py on the development rows of trtllm-perf-0.17 (2026-12-02: their
+# 104 throughputs 13.32% -> 7.70% mean |error|; 6250: 7.70%, 6750: 7.72%). A constant fitted to throughput
+# absorbs whatever else these rows miss, not host time alone (docs/validation.md, serving evaluation 8).
+TRTLLM_017_ITERATION_OVERHEAD_US = 6500
+
+# TensorRT-LLM 0.17's engine as trtllm-bench builds and runs it: KV pages of 64 tokens (tensorrt_llm/plugin/
+# plugin.py@258c7540 (0.17.0.post1) PluginConfig._tokens_per_block 64; the 1.0 default of 32 is the trtllm
+# engine policy's) and no CUDA graphs (trtllm-bench's PerformanceOptions.cuda_graphs False).
+TRTLLM_017_TOKENS_PER_BLOCK = 64
 
 
 def skip_reason(row):
@@ -110,6 +126,15 @@ def scenario(row, split):
         if src == "trtllm-perf-0.17":
             plan["custom_all_reduce_kernels"] = "trtllm"
             notes.append(TRTLLM_ENGINE_ALL_REDUCE)
+            plan["cuda_graphs"] = False
+            serving["block_tokens"] = TRTLLM_017_TOKENS_PER_BLOCK
+            notes.append("the 0.17 engine's KV pages of %d tokens (tensorrt_llm/plugin/plugin.py@258c7540 "
+                         "_tokens_per_block) and no CUDA graphs (trtllm-bench PerformanceOptions.cuda_graphs "
+                         "False)" % TRTLLM_017_TOKENS_PER_BLOCK)
+            serving["iteration_overhead_us"] = TRTLLM_017_ITERATION_OVERHEAD_US
+            notes.append("host time per iteration %d us: the 0.17 executor's work between iterations, a parameter "
+                         "of this stack fitted by fit_iteration_overhead.py on the source's development rows"
+                         % TRTLLM_017_ITERATION_OVERHEAD_US)
     elif src == "trtllm-online-0.14":
         kd = kd or "bf16"
         serving.update({"engine": "trtllm", "requests": row["num_requests"] or 500, "max_batch": 2048,
@@ -152,7 +177,7 @@ def scenario(row, split):
     published = {"row": row["id"], "split": split, "source_id": src,
                  "source": "%s, %s" % (row["locator"], row["engine_version"]),
                  "assumptions": "; ".join(notes) + ("; caveats: " + row["caveats"] if row.get("caveats") else "")}
-    if src == "trtllm-online-0.14" and split == "development":
+    if src in ("trtllm-online-0.14", "trtllm-perf-0.17") and split == "development":
         published["fitted"] = True
     published.update(metrics(row))
     return {
