@@ -28,6 +28,12 @@ void StageLowering::forward(int32_t local) {
   // FSDP2's root (fsdp_keep_root) is one unit: the head is gathered with
   // the embedding when the step starts.
   const bool root_here = root_in(us);
+  // A tied table has two uses on this stage: its gradient is whole once the
+  // embedding's backward has added its part, so the head's reduction waits
+  // for that (Megatron's DDP hook and FSDP fire once per parameter; XLA
+  // reduces the summed gradient).
+  const bool tied_here =
+      !root_here && m_.tied_embeddings && us.size() > 1 && us.front() == kEmbedUnit && us.back() == kHeadUnit;
   auto issue = [&](size_t i, OpId after) {
     if (i >= us.size() || (once && mb_ > 0) || (root_here && i == us.size() - 1 && gathered[i] != kNone)) return;
     gathered[i] = gather(us[i], Pass::kForward, after);
@@ -138,6 +144,12 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
   // its gradients are reduced once the whole root, embedding included, has
   // run its backward.
   const bool root_here = root_in(us);
+  // A tied table has two uses on this stage: its gradient is whole once the
+  // embedding's backward has added its part, so the head's reduction waits
+  // for that (Megatron's DDP hook and FSDP fire once per parameter; XLA
+  // reduces the summed gradient).
+  const bool tied_here =
+      !root_here && m_.tied_embeddings && us.size() > 1 && us.front() == kEmbedUnit && us.back() == kHeadUnit;
   // Backward runs the units in reverse; the embedding's backward (a
   // scatter-add) needs no weights.
   auto issue = [&](size_t back_index, OpId after) {
@@ -166,8 +178,9 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
       if (gathered[i] != kNone && (!once || last_microbatch)) {
         b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(u)));
       }
-      reduce_unit(u, wgrad, last_microbatch);
+      if (!(tied_here && u == kHeadUnit)) reduce_unit(u, wgrad, last_microbatch);
     }
+    if (tied_here && u == kEmbedUnit) reduce_unit(kHeadUnit, cur, last_microbatch);
     if (root_here && u == kEmbedUnit) {
       if (gathered.back() != kNone && (!once || last_microbatch)) {
         b_.memory(cur, MemKind::kParams, Bytes(0), Bytes(gathered_bytes(kHeadUnit)));
