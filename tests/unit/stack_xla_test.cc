@@ -133,5 +133,28 @@ TEST(XlaKernels, MaxtextKeepsQueriesAndKeysAfterTheRotation) {
   EXPECT_TRUE(named(offload, "rope", 1, 0, Pass::kRecompute).empty());
 }
 
+// Vocabulary tiling adds each chunk's table gradient into an accumulator.
+// MaxText's backward scan carries one of the gathered table in the
+// parameters' dtype (fp32), read and written every chunk: 16 x V x h x (4 +
+// 4) bytes. PyTorch's autograd adds each later chunk's bf16 gradient into
+// the first: (16 - 1) x V x h x (2 + 2) read, as many written. Untiled,
+// nothing is added.
+TEST(XlaKernels, VocabularyTilingAccumulatesTheTablesGradientPerChunk) {
+  for (const char* fw : {"maxtext", "torchtitan"}) {
+    const Scenario s =
+        testing::scenario(kMaxtextTpu, xla_with(kXlaTwoLayers, {{"plan.framework", fw}, {"plan.vocab_tiling", "16"}}));
+    const Program p = stage0(s);
+    const int64_t table = padded_vocab(s.model, 1) * 4096;
+    const std::vector<OpId> acc = named(p, "vocab tile grad accumulate");
+    ASSERT_EQ(acc.size(), 1u) << fw;
+    const bool scan = std::string(fw) == "maxtext";
+    const int64_t bytes = scan ? 16 * table * 4 : 15 * table * 4;
+    EXPECT_EQ(p.op(acc.front()).bytes_read.value(), bytes) << fw;
+    EXPECT_EQ(p.op(acc.front()).bytes_written.value(), bytes) << fw;
+    EXPECT_EQ(p.op(acc.front()).pass, Pass::kBackward) << fw;
+  }
+  EXPECT_TRUE(named(stage0(testing::scenario(kMaxtextTpu, kXlaTwoLayers)), "vocab tile grad accumulate").empty());
+}
+
 }  // namespace
 }  // namespace shardsim

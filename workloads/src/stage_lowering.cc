@@ -232,6 +232,24 @@ OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
   if (tiles > 1) {
     // Chunk by chunk: one chunk's logit gradients beside the hidden states.
     for (const OpId g : {dg, wgrad}) b_.op(g).mem_transient = Bytes(T_ * h_ * kAct + ceil_div(L, tiles) * kAct);
+    // Each chunk's table gradient is added into an accumulator (the one
+    // wgrad above writes the table's gradient once). MaxText: the backward
+    // scan's carry, zeros_like(gathered_params) in the parameters' dtype
+    // (fp32; all_gather_over_fsdp gathers them uncast), tree_map(acc +
+    // update) a chunk (AI-Hypercomputer/maxtext@50bafeb98
+    // src/MaxText/maxtext_utils.py:1677, 1773-1780): the accumulator read
+    // and written each chunk, the chunk's update assumed fused into the add.
+    // PyTorch (torchtitan's ChunkedLossWrapper): autograd's AccumulateGrad
+    // adds each later chunk's bf16 gradient into the unsharded one: the
+    // chunk's GEMM writes it, the add reads both and writes one.
+    const int64_t table = v_ * h_;
+    const bool scan = p_.framework == Framework::kMaxtext;
+    const int64_t g = scan ? dtype_bytes(p_.master_weights_dtype) : kAct;
+    const int64_t adds = scan ? tiles : tiles - 1;
+    wgrad = memop(ComputeKind::kElementwise, "vocab tile grad accumulate", -1, Pass::kBackward, adds * table,
+                  adds * table * (scan ? g : 2 * g), adds * table * (scan ? g : 2 * g), 1, {wgrad});
+    // Held beside it: MaxText's fp32 accumulator; PyTorch's chunk gradient.
+    b_.op(wgrad).mem_transient = Bytes(table * g);
   }
   x = column_parallel_grad("head grad all-reduce", -1, dg, wgrad);
   x = b_.add(norm_op("final norm", -1, Pass::kBackward, head_eager()), {x, wgrad});
