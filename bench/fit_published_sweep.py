@@ -37,7 +37,10 @@ kernel runs 30 % below the form, where bf16 is within 3 %), K0 fp4 elements = 4 
 fp8 is not fitted: the preset keeps the shape search's fp8 figure as its E.
 GB200 has no such measurement: its rates (E and C) are B200's scaled by the two chips' burst bf16
 rates in one shape search (stas00/ml-engineering@744d01e compute/accelerator/README.md: 1822 / 1745
-TFLOP/s, GB200's higher power limit), over GB200's peaks; K0 is B200's (same silicon).
+TFLOP/s, GB200's higher power limit), over GB200's peaks; K0 is B200's (same silicon). Its fused
+attention rates are derived the same way from B200's measured ones (presets/chips/b200.json
+attention_kernels and attention_efficiency, fractions of 2250 TFLOP/s): B200's rate x 1822 / 1745
+over GB200's 2500; the half lengths are B200's.
 """
 import json
 import math
@@ -166,17 +169,30 @@ def main():
     gbcap = round(cap * PEAK["bf16"] * ratio / PEAK_GB200["bf16"], 3)
     print(f"GB200: matmul_efficiency = {gb:.3f}, fp4_matmul_efficiency = {gb4:.3f}, matmul_k_overhead = {k0}, "
           f"matmul_power_cap = {gbcap:.3f} (B200's rates x {GB200_BURST:.0f} / {B200_BURST:.0f})")
+    here = presets or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "presets", "chips")
+    b200 = json.load(open(os.path.join(here, "b200.json")))
+    attention = {("gb200", "attention_efficiency"): round(b200["attention_efficiency"] * ratio * PEAK["bf16"]
+                                                          / PEAK_GB200["bf16"], 3)}
+    for kernel, rates in b200["attention_kernels"].items():
+        for side in ("forward", "backward"):
+            attention[("gb200", f"attention_kernels.{kernel}.{side}")] = round(
+                rates[side] * ratio * PEAK["bf16"] / PEAK_GB200["bf16"], 3)
+    print("GB200 attention (B200's measured rates x %.0f / %.0f over GB200's peak): %s" % (
+        GB200_BURST, B200_BURST, ", ".join(f"{f} {v}" for (_, f), v in attention.items())))
     if presets is None:
         return
     want = {("b200", "matmul_efficiency"): e, ("b200", "matmul_k_overhead"): k0,
             ("b200", "fp4_matmul_efficiency"): e4, ("gb200", "matmul_efficiency"): gb,
             ("gb200", "matmul_k_overhead"): k0, ("gb200", "fp4_matmul_efficiency"): gb4,
             ("b200", "matmul_power_cap"): cap, ("gb200", "matmul_power_cap"): gbcap}
+    want.update(attention)
     bad = []
     for (chip, field), value in want.items():
         preset = json.load(open(os.path.join(presets, chip + ".json")))
-        if preset.get(field) != value:
-            bad.append(f"{chip}.{field}: preset {preset.get(field)}, fit {value}")
+        for key in field.split("."):
+            preset = preset.get(key) if isinstance(preset, dict) else None
+        if preset != value:
+            bad.append(f"{chip}.{field}: preset {preset}, fit {value}")
     for line in bad:
         print("mismatch:", line)
     if bad:
