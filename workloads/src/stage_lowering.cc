@@ -28,12 +28,6 @@ void StageLowering::forward(int32_t local) {
   // FSDP2's root (fsdp_keep_root) is one unit: the head is gathered with
   // the embedding when the step starts.
   const bool root_here = root_in(us);
-  // A tied table has two uses on this stage: its gradient is whole once the
-  // embedding's backward has added its part, so the head's reduction waits
-  // for that (Megatron's DDP hook and FSDP fire once per parameter; XLA
-  // reduces the summed gradient).
-  const bool tied_here =
-      !root_here && m_.tied_embeddings && us.size() > 1 && us.front() == kEmbedUnit && us.back() == kHeadUnit;
   auto issue = [&](size_t i, OpId after) {
     if (i >= us.size() || (once && mb_ > 0) || (root_here && i == us.size() - 1 && gathered[i] != kNone)) return;
     gathered[i] = gather(us[i], Pass::kForward, after);
