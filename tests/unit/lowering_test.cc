@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
+#include "program_queries.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
 #include "test_helpers.h"
@@ -311,6 +313,27 @@ TEST(Lowering, TiedEmbeddingsOverPipelineStagesSumTheirGradients) {
     return component(training_memory(testing::scenario(json, sets)), "weights");
   };
   EXPECT_EQ(first_stage_weights({}), first_stage_weights({{"model.tied_embeddings", "false"}}));
+}
+
+// On one stage (pp 1) a tied table has two uses and one gradient, whole once
+// the embedding's backward has added its part: its reduction waits for that.
+// Untied, the head's gradient is reduced as soon as the head's backward
+// ends, and the embedding's after its own. Llama 3 8B cut to two layers,
+// FSDP over 64 H100s.
+TEST(Lowering, ATiedTableIsReducedAfterTheEmbeddingsBackward) {
+  const std::string json = R"({"model": "llama3-8b", "cluster": "dgx-h100-64",
+      "plan": {"dp": 64, "zero": 3, "global_batch": 256, "seq_len": 2048}})";
+  for (const bool tied : {true, false}) {
+    const Program p = testing::stage0(
+        testing::scenario(json, {{"model.layers", "2"}, {"model.tied_embeddings", tied ? "true" : "false"}}));
+    const std::vector<OpId> emb = testing::named(p, "embedding grad", -1, 0, Pass::kBackward);
+    ASSERT_EQ(emb.size(), 1u) << tied;
+    const std::vector<OpId> rs = testing::named(p, "fsdp reduce-scatter", -1, 0, Pass::kBackward);
+    ASSERT_EQ(rs.size(), tied ? 1u : 2u);
+    int64_t after_embedding = 0;
+    for (OpId r : rs) after_embedding += static_cast<int64_t>(testing::ancestors(p, r).count(emb.front()));
+    EXPECT_EQ(after_embedding, 1) << tied;
+  }
 }
 
 }  // namespace

@@ -417,24 +417,6 @@ TEST(StackMechanisms, TpOverlapOnATpuHoldsNoComputeUnits) {
   EXPECT_GT(run_training_step(gpu, {}).report.compute_beside_comm_s, 0.0);
 }
 
-// 6c. A tied table (one parameter, two uses) is reduced once its gradient is
-// whole: after the embedding's backward has added its part. Untied, the
-// head's gradient is reduced as soon as the head's backward ends, and the
-// embedding's after its own.
-TEST(StackMechanisms, ATiedTableIsReducedAfterTheEmbeddingsBackward) {
-  for (const bool tied : {true, false}) {
-    const Program p =
-        stage0(testing::scenario(kFsdp, with(kTwoLayers, {{"model.tied_embeddings", tied ? "true" : "false"}})));
-    const std::vector<OpId> emb = named(p, "embedding grad", -1, 0, Pass::kBackward);
-    ASSERT_EQ(emb.size(), 1u) << tied;
-    const std::vector<OpId> rs = named(p, "fsdp reduce-scatter", -1, 0, Pass::kBackward);
-    ASSERT_EQ(rs.size(), tied ? 1u : 2u);
-    int64_t after_embedding = 0;
-    for (OpId r : rs) after_embedding += static_cast<int64_t>(ancestors(p, r).count(emb.front()));
-    EXPECT_EQ(after_embedding, 1) << tied;
-  }
-}
-
 // 7. FSDP with and without gradient sync every microbatch.
 TEST(StackMechanisms, FsdpWithoutPerMicrobatchSyncGathersAndReducesOncePerStep) {
   const char* json = kFsdp;

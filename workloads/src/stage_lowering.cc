@@ -239,9 +239,9 @@ OpId StageLowering::head_backward(OpId cur, OpId weights, OpId& wgrad) {
     const int64_t table = v_ * h_;
     const bool scan = p_.framework == Framework::kMaxtext;
     const int64_t g = scan ? dtype_bytes(p_.master_weights_dtype) : kAct;
-    const int64_t adds = scan ? tiles : tiles - 1;
-    wgrad = memop(ComputeKind::kElementwise, "vocab tile grad accumulate", -1, Pass::kBackward, adds * table,
-                  adds * table * (scan ? g : 2 * g), adds * table * (scan ? g : 2 * g), 1, {wgrad});
+    const int64_t adds = scan ? tiles : tiles - 1, moved = adds * table * (scan ? g : 2 * g);  // each way
+    wgrad = memop(ComputeKind::kElementwise, "vocab tile grad accumulate", -1, Pass::kBackward, adds * table, moved,
+                  moved, 1, {wgrad});
     // Held beside it: MaxText's fp32 accumulator; PyTorch's chunk gradient.
     b_.op(wgrad).mem_transient = Bytes(table * g);
   }
