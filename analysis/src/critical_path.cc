@@ -301,6 +301,8 @@ std::string path_category(const Program& program, OpId op) {
   const Op& o = program.op(op);
   switch (o.kind) {
     case OpKind::kCompute:
+      // A host copy is its stream's (host d2h, host h2d), not the SMs'.
+      if (o.compute == ComputeKind::kHostCopy) return program.stream_names()[o.stream] + ": host copy";
       return "compute: " + std::string(to_string(o.compute));
     case OpKind::kCollective:
       return program.stream_names()[o.stream] + ": " + std::string(to_string(o.collective));
@@ -334,7 +336,8 @@ CriticalPathReport critical_path_report(const ProgramSet& programs, const Critic
     devices.push_back(p.device);
     const Program& prog = programs.stages[p.program];
     const Op& o = prog.op(p.op);
-    const std::string stream = o.kind == OpKind::kCompute ? "compute" : prog.stream_names()[o.stream];
+    const bool sms = o.kind == OpKind::kCompute && o.compute != ComputeKind::kHostCopy;
+    const std::string stream = sms ? "compute" : prog.stream_names()[o.stream];
     if (!segments.empty() && segments.back().device == p.device && segments.back().stream == stream) {
       CriticalPathReport::Segment& g = segments.back();
       g.last_op = prog.label(p.op);

@@ -61,6 +61,8 @@ std::string_view to_string(ComputeKind k) {
       return "loss";
     case ComputeKind::kOptimizer:
       return "optimizer";
+    case ComputeKind::kHostCopy:
+      return "host copy";
   }
   return "?";
 }
@@ -146,6 +148,7 @@ StreamId ProgramBuilder::add_stream(std::string name) {
   SHARDSIM_ASSERT(p_.stream_names_.size() < 255, "too many streams");
   p_.stream_names_.push_back(std::move(name));
   last_on_stream_.push_back(kNone);
+  gate_.push_back(kNone);
   return static_cast<StreamId>(p_.stream_names_.size() - 1);
 }
 
@@ -164,6 +167,10 @@ OpId ProgramBuilder::add(Op op, std::span<const OpId> deps) {
   const auto id = static_cast<OpId>(p_.ops_.size());
   const size_t first = p_.deps_.size();
   if (last_on_stream_[op.stream] != kNone) p_.deps_.push_back(last_on_stream_[op.stream]);
+  if (gate_[op.stream] != kNone) {
+    p_.deps_.push_back(gate_[op.stream]);
+    gate_[op.stream] = kNone;
+  }
   for (OpId d : deps) {
     if (d == kNoOp) continue;
     SHARDSIM_ASSERT(d < id, "dependency on a later op");

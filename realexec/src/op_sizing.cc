@@ -29,6 +29,7 @@ ComputeFootprint compute_footprint(const Op& op, const KernelContext& ctx) {
     case ComputeKind::kElementwise:
     case ComputeKind::kEmbedding:
     case ComputeKind::kLoss:
+    case ComputeKind::kHostCopy:
       return {in, out};
   }
   return {in, out};
@@ -111,7 +112,10 @@ KernelCall kernel_call(const Op& op, const KernelContext& ctx, bool ring) {
       c.out[2] = 2 * n;
       return c;
     }
+    // A host copy runs as a pass over its bytes in device memory: the real
+    // backends keep no host-side copy of offloaded tensors (docs/realexec.md).
     case ComputeKind::kElementwise:
+    case ComputeKind::kHostCopy:
       return c;
   }
   return c;

@@ -161,7 +161,22 @@ ChipSpec chip_beside_communication(const ChipSpec& chip, int sms) {
   return c;
 }
 
+namespace {
+
+// A copy between HBM and host memory (offloaded activations) runs on the
+// chip's DMA engines over its host link: its bytes at the link's one-way rate
+// after the launch. It holds no compute units, so its time is the same beside
+// communication, and a calibration profile (which times kernels) leaves it.
+SimTime host_copy_time(const Op& op, const ChipSpec& chip) {
+  const double bytes = static_cast<double>(op.bytes_read.value() + op.bytes_written.value());
+  const double rate = chip.host_link.value();
+  return chip.launch_overhead + to_sim_time(rate > 0 ? bytes / rate : 0.0);
+}
+
+}  // namespace
+
 SimTime compute_time(const Op& op, const ChipSpec& chip) {
+  if (op.compute == ComputeKind::kHostCopy) return host_copy_time(op, chip);
   const double bytes = static_cast<double>(op.bytes_read.value() + op.bytes_written.value());
   const double mem_s = bytes / (chip.hbm_bandwidth.value() * chip.memory_efficiency * op.memory_efficiency);
   double flop_s = 0;
@@ -196,6 +211,7 @@ SimTime compute_time(const Op& op, const ChipSpec& chip) {
 }
 
 SimTime calibrated_compute_time(const Op& op, const ChipSpec& chip, const CalibrationProfile& profile) {
+  if (op.compute == ComputeKind::kHostCopy) return host_copy_time(op, chip);
   const double bytes = static_cast<double>(op.bytes_read.value() + op.bytes_written.value());
   double s = profile.memory_bytes_per_s > 0 ? bytes / profile.memory_bytes_per_s : 0;
   if (op.compute == ComputeKind::kMatmul) {

@@ -447,10 +447,15 @@ class EngineCore {
       push(end, EvType::kOpEnd, d, r.op);
     }
   }
+  /// A compute op that runs on the SMs (MXUs): every one but a host copy,
+  /// which the DMA engines run beside them.
+  static bool on_sms(const Op& o) {
+    return o.kind == OpKind::kCompute && o.compute != ComputeKind::kHostCopy;
+  }
   /// Whether an op-end event is one of a compute op whose end has moved
   /// since it was pushed; the op's current end leaves the running list.
   bool stale_compute_end(DeviceId d, OpId op) {
-    if (info_[stage_of_[d]].beside_comm.empty() || program(d).op(op).kind != OpKind::kCompute) return false;
+    if (info_[stage_of_[d]].beside_comm.empty() || !on_sms(program(d).op(op))) return false;
     // With contention every running compute op is listed until its end.
     DeviceClock& c = clocks_[d];
     for (size_t i = 0; i < c.running.size(); ++i) {
@@ -474,6 +479,13 @@ class EngineCore {
       case OpKind::kCompute: {
         DeviceClock& c = clocks_[d];
         c.advance(now_);
+        if (!on_sms(o)) {
+          // A host copy runs on the DMA engines beside compute, timed like
+          // communication (comm_only when nothing computes); it holds no SMs.
+          ++c.comm_active;
+          push(now_ + info_[stage_of_[d]].duration[op], EvType::kOpEnd, d, op);
+          return;
+        }
         c.computing = true;
         c.compute_start = now_;
         const ProgramInfo& info = info_[stage_of_[d]];
@@ -816,7 +828,11 @@ class EngineCore {
     ended_[rem_offset_[d] + op] = 1;
 #endif
     DeviceClock& c = clocks_[d];
-    if (o.kind == OpKind::kCompute) {
+    if (o.kind == OpKind::kCompute && !on_sms(o)) {
+      c.advance(now_);
+      --c.comm_active;
+      stream_busy_[d * streams_ + o.stream] += info_[stage_of_[d]].duration[op];
+    } else if (o.kind == OpKind::kCompute) {
       c.advance(now_);
       c.computing = false;
       compute_by_kind_[d * kComputeKinds + static_cast<size_t>(o.compute)] += now_ - c.compute_start;
@@ -918,7 +934,7 @@ class EngineCore {
   std::vector<uint8_t> ended_;  // per device and op
 #endif
   std::vector<DeviceClock> clocks_;
-  static constexpr size_t kComputeKinds = static_cast<size_t>(ComputeKind::kOptimizer) + 1;
+  static constexpr size_t kComputeKinds = shardsim::kComputeKinds;
   size_t streams_ = 1;
   std::vector<SimTime> compute_by_kind_;  // [device][compute kind]
   std::vector<SimTime> beside_comm_;      // [device]: compute time added by communication beside it

@@ -643,8 +643,9 @@ TEST(StackMechanisms, OffloadedTensorsAreNotCountedInDeviceActivations) {
   const int64_t w = walked(kept);
   EXPECT_EQ(w - walked(off_ctx), 2 * context);
   EXPECT_EQ(w - walked(off_in), 2 * input);
-  // Offloading recomputes nothing more: the same ops run.
-  EXPECT_EQ(stage0(kept).size(), stage0(off_ctx).size());
+  // Offloading recomputes nothing more: the same ops run, and one copy to
+  // the host and one back per layer (host_offload_test.cc times them).
+  EXPECT_EQ(stage0(kept).size() + 2 * 2, stage0(off_ctx).size());
 }
 
 // 9. compile false (PyTorch eager): one kernel per operator of the norm.

@@ -28,6 +28,7 @@ ChipSpec parse_chip(const Json& j, const std::string& file, const std::string& p
   c.nic_per_gpu = gbyte_per_s(r.number_in("nic_GBps_per_gpu", 0, 1e6, 0));
   c.ici_per_link = gbyte_per_s(r.number_in("ici_GBps_per_link", 0, 1e6, 0));
   c.dcn_per_chip = gbyte_per_s(r.number_in("dcn_GBps_per_chip", 0, 1e6, 0));
+  c.host_link = gbyte_per_s(r.number_in("host_link_GBps", 0, 1e6, 0));
   r.int_in("ici_ports", 0, 64, 0);
   c.nvlink_ring_efficiency = r.number_in("nvlink_ring_efficiency", 0.01, 1, 1);
   c.compute_capability = static_cast<int>(r.int_in("compute_capability", 0, 1000, 0));

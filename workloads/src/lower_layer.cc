@@ -654,4 +654,29 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
   return last;
 }
 
+// Offloaded tensors cross the chip's host link (PCIe) on DMA engines beside
+// compute: XLA's host offloading (MaxText's "offload" remat names) copies
+// each layer's out after its forward and prefetches them for its backward.
+// Each direction is one stream, so the copies of a direction queue behind
+// one another: a forward that offloads faster than the link carries, or a
+// backward that needs them sooner, waits for the link.
+void StageLowering::offload(int32_t L, OpId done) {
+  const int64_t bytes = graph(L).bytes(recompute_plan(L).offloaded);
+  if (bytes == 0) return;
+  Op o = base("offload to host", L, Pass::kForward, TrainStreams::kHostD2H);
+  o.compute = ComputeKind::kHostCopy;
+  o.bytes_read = Bytes(bytes);
+  offloaded_[{mb_, L}] = b_.add(o, {done});
+}
+
+void StageLowering::reload(int32_t L, OpId issue_after) {
+  const auto it = offloaded_.find({mb_, L});
+  if (it == offloaded_.end()) return;
+  Op o = base("reload from host", L, Pass::kBackward, TrainStreams::kHostH2D);
+  o.compute = ComputeKind::kHostCopy;
+  o.bytes_written = Bytes(graph(L).bytes(recompute_plan(L).offloaded));
+  b_.gate_next(kC, b_.add(o, {it->second, issue_after}));
+  offloaded_.erase(it);
+}
+
 }  // namespace shardsim::detail

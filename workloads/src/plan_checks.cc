@@ -93,6 +93,11 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
   if (p.matmul_dtype == DType::kFp4 && c.chip.fp4_peak.value() <= 0) {
     return PlanIssue{"matmul_dtype", "chip " + c.chip.name + " has no fp4 matmul peak (fp4_flops_per_s)"};
   }
+  if (!p.recompute_offload.empty() && c.chip.host_link.value() <= 0) {
+    return PlanIssue{"recompute_offload", "chip " + c.chip.name +
+                                              " states no host link to time the offloaded tensors' copies "
+                                              "(host_link_GBps)"};
+  }
   // MXFP8 and NVFP4 GEMMs take their block scales in the tensor cores
   // (Blackwell's tcgen05 block-scaled MMA, compute capability 10.0 on).
   const bool block_scaled = p.fp8_recipe == Plan::Fp8Recipe::kMxfp8 || p.fp8_recipe == Plan::Fp8Recipe::kNvfp4;

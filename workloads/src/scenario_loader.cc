@@ -265,7 +265,9 @@ Speedups parse_speedups(const Json& j, const std::string& file, std::array<doubl
     sp.levers.emplace_back(key, k);
     bool known = false;
     for (int c = 0; c < kComputeKinds; ++c) {
-      if (key == "compute" || key == to_string(static_cast<ComputeKind>(c))) {
+      // "compute" is every kind the SMs run: not the host link's copies.
+      const bool all = key == "compute" && static_cast<ComputeKind>(c) != ComputeKind::kHostCopy;
+      if (all || key == to_string(static_cast<ComputeKind>(c))) {
         sp.compute[static_cast<size_t>(c)] *= k;
         known = true;
       }

@@ -47,6 +47,7 @@ void StageLowering::forward(int32_t local) {
       cur = head_forward(cur, weights);
     } else {
       cur = layer_forward(unit_layer(u), cur, weights);
+      offload(unit_layer(u), cur);
     }
     // Resharded after the forward, or kept for the backward.
     if (gathered[i] != kNone && resharded_after_forward(u)) {
@@ -59,6 +60,36 @@ void StageLowering::forward(int32_t local) {
     if (keeps_stage_outputs()) b_.memory(cur, MemKind::kActivation, Bytes(stage_output_bytes()), Bytes(0));
     send(Pass::kForward, cur);
   }
+}
+
+OpId StageLowering::gather(int64_t unit, Pass pass, OpId after) {
+  if (!fsdp_) return kNone;
+  OpId last = kNone;
+  // One all-gather per unit, or per fsdp_bucket_params slice of it
+  // (DeepSpeed ZeRO-3 gathers in prefetch buckets).
+  const int64_t bucket = p_.fsdp_bucket_params > 0 ? p_.fsdp_bucket_params : unit_params(unit);
+  for (int64_t done = 0; done < unit_params(unit); done += bucket) {
+    const int64_t n = std::min(bucket, unit_params(unit) - done);
+    last = collective(CollectiveKind::kAllGather, fsdp_axes_, kGather, "fsdp all-gather", unit_layer(unit), pass,
+                      n * param_gather_bytes(), param_gather_dtype(), {done == 0 ? after : kNone});
+  }
+  if (unit_expert_params(unit) > 0 && expert_shards_ > 1) {
+    last = collective(CollectiveKind::kAllGather, expert_axes_, kGather, "fsdp expert all-gather", unit_layer(unit),
+                      pass, unit_expert_params(unit) * param_gather_bytes(), param_gather_dtype(), {after});
+  }
+  // The unit's gathered parameters live until its forward (or backward)
+  // ends (reshard after forward).
+  if (last != kNone) b_.memory(last, MemKind::kParams, Bytes(gathered_bytes(unit)), Bytes(0));
+  return last;
+}
+
+OpId StageLowering::copied_out(int64_t unit, OpId gathered, Pass pass) {
+  if (!p_.fsdp_copy_out || gathered == kNone) return gathered;
+  const int64_t bytes = gathered_bytes(unit);
+  const OpId x = memop(ComputeKind::kElementwise, "fsdp copy-out", unit_layer(unit), pass, bytes / param_gather_bytes(),
+                       bytes, bytes, 0, {gathered});
+  b_.op(x).mem_transient = Bytes(bytes);
+  return x;
 }
 
 OpId StageLowering::embedding_forward(OpId weights) {
@@ -153,9 +184,12 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
   };
   issue(0, kNone);
   if (p_.fsdp_prefetch) issue(1, kNone);
+  OpId unit_start = cur;  // where the unit before this one in the backward could start
   for (size_t k = 0; k < us.size(); ++k) {
     const size_t i = us.size() - 1 - k;
     const int64_t u = us[i];
+    const OpId issue_reload = unit_start;
+    unit_start = cur;
     OpId wgrad = kNone;
     // Gathered again for the backward (resharded after the forward): copied
     // out again.
@@ -166,6 +200,7 @@ void StageLowering::backward(int32_t local, bool last_microbatch) {
       cur = embedding_backward(cur);
       wgrad = cur;
     } else {
+      reload(unit_layer(u), issue_reload);
       cur = layer_backward(unit_layer(u), cur, weights, wgrad);
     }
     if (!(root_here && u == kHeadUnit)) {  // the head is freed and reduced with the embedding, below

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -157,6 +158,10 @@ class StageLowering {
     for (const char* s : {"compute", "tp comm", "dp gather", "dp reduce", "pp send next", "pp send prev", "pp recv",
                           "cp send", "cp recv", "ep comm", "tp send", "tp recv"}) {
       b_.add_stream(s);
+    }
+    if (!p_.recompute_offload.empty()) {
+      b_.add_stream("host d2h");
+      b_.add_stream("host h2d");
     }
     const auto nloc = static_cast<size_t>(v_chunks_);
     const auto mbs = static_cast<size_t>(p_.microbatches());
@@ -400,38 +405,12 @@ class StageLowering {
   // ---- FSDP parameter gathers ---------------------------------------------------
   /// The expert gather follows the dense one on the same stream, so the
   /// returned (last) op implies both.
-  OpId gather(int64_t unit, Pass pass, OpId after) {
-    if (!fsdp_) return kNone;
-    OpId last = kNone;
-    // One all-gather per unit, or per fsdp_bucket_params slice of it
-    // (DeepSpeed ZeRO-3 gathers in prefetch buckets).
-    const int64_t bucket = p_.fsdp_bucket_params > 0 ? p_.fsdp_bucket_params : unit_params(unit);
-    for (int64_t done = 0; done < unit_params(unit); done += bucket) {
-      const int64_t n = std::min(bucket, unit_params(unit) - done);
-      last = collective(CollectiveKind::kAllGather, fsdp_axes_, kGather, "fsdp all-gather", unit_layer(unit), pass,
-                        n * param_gather_bytes(), param_gather_dtype(), {done == 0 ? after : kNone});
-    }
-    if (unit_expert_params(unit) > 0 && expert_shards_ > 1) {
-      last = collective(CollectiveKind::kAllGather, expert_axes_, kGather, "fsdp expert all-gather", unit_layer(unit),
-                        pass, unit_expert_params(unit) * param_gather_bytes(), param_gather_dtype(), {after});
-    }
-    // The unit's gathered parameters live until its forward (or backward)
-    // ends (reshard after forward).
-    if (last != kNone) b_.memory(last, MemKind::kParams, Bytes(gathered_bytes(unit)), Bytes(0));
-    return last;
-  }
+  OpId gather(int64_t unit, Pass pass, OpId after);
   /// FSDP2's copy-out of a unit just gathered (fsdp_copy_out): one pass on
   /// the compute stream, issued when the unit is about to run, that reads
   /// the all-gather buffer and writes the unsharded parameters; the buffer
   /// is live beside them while it runs. Otherwise the gather itself.
-  OpId copied_out(int64_t unit, OpId gathered, Pass pass) {
-    if (!p_.fsdp_copy_out || gathered == kNone) return gathered;
-    const int64_t bytes = gathered_bytes(unit);
-    const OpId x = memop(ComputeKind::kElementwise, "fsdp copy-out", unit_layer(unit), pass,
-                         bytes / param_gather_bytes(), bytes, bytes, 0, {gathered});
-    b_.op(x).mem_transient = Bytes(bytes);
-    return x;
-  }
+  OpId copied_out(int64_t unit, OpId gathered, Pass pass);
   /// A unit FSDP keeps gathered from its forward to its backward although
   /// the plan reshards after the forward: with fsdp_keep_root, FSDP2's root
   /// (the embedding and the head: FSDP2 never reshards the root after its
@@ -546,6 +525,11 @@ class StageLowering {
     LayerOps ops;
     return emit_layer(L, Pass::kForward, graph(L).present_nodes(), in, weights, ops);
   }
+  /// Offloaded tensors (plan.recompute_offload): layer L's go to the host
+  /// when its forward ends (`done`), and come back once the backward before
+  /// its own starts (`issue_after`); its backward's next compute op waits.
+  void offload(int32_t L, OpId done);
+  void reload(int32_t L, OpId issue_after);
   /// One layer's backward from the gradient at its output (`cur`). Returns
   /// the last op and sets `wgrad` to its last weight-gradient op.
   OpId layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgrad);
@@ -684,6 +668,7 @@ class StageLowering {
   int64_t tied_copy_ = 0;     // the tied embedding table a first or last stage holds (pp > 1)
   double vocab_model_ = 1.0;  // model share of the padded vocabulary
   int32_t mb_ = 0;
+  std::map<std::pair<int32_t, int32_t>, OpId> offloaded_;   // (microbatch, layer) -> its copy to the host
   std::vector<std::vector<OpId>> fwd_end_;                  // [chunk][microbatch]
   std::vector<std::vector<std::vector<OpId>>> fwd_gather_;  // [chunk][microbatch][unit]: FSDP forward gathers
   std::vector<OpId> param_gather_;                          // [unit_index]: overlapped ZeRO-1/2 parameter all-gathers

@@ -20,8 +20,21 @@
 namespace shardsim {
 
 enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
-enum class ComputeKind : uint8_t { kMatmul, kAttention, kElementwise, kNorm, kSoftmax, kEmbedding, kLoss, kOptimizer };
-inline constexpr int kComputeKinds = 8;
+/// kHostCopy: a copy between device memory and the host's over the chip's
+/// host link (offloaded activations: bytes_read leave HBM, bytes_written
+/// arrive); it holds no compute units and runs beside compute.
+enum class ComputeKind : uint8_t {
+  kMatmul,
+  kAttention,
+  kElementwise,
+  kNorm,
+  kSoftmax,
+  kEmbedding,
+  kLoss,
+  kOptimizer,
+  kHostCopy
+};
+inline constexpr int kComputeKinds = 9;
 enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kBroadcast };
 /// Element types. kFp4 is E2M1 (OCP MX / NVFP4 element), half a byte: code
 /// that sizes buffers of it uses dtype_bits (block scales are the recipe's,
@@ -246,12 +259,16 @@ class ProgramBuilder {
   /// The last op added on a stream, if any.
   bool has_last(StreamId s) const { return s < last_on_stream_.size() && last_on_stream_[s] != kNone; }
   OpId last(StreamId s) const { return last_on_stream_[s]; }
+  /// The next op added on stream `s` also depends on `dep` (kNoOp: none);
+  /// the ops after it follow it in stream order.
+  void gate_next(StreamId s, OpId dep) { gate_[s] = dep; }
   Program finish() &&;
 
  private:
   static constexpr OpId kNone = kNoOp;
   Program p_;
   std::vector<OpId> last_on_stream_;
+  std::vector<OpId> gate_;                                ///< by stream: gate_next's dependency, kNone when none
   std::unordered_map<std::string, uint32_t> name_index_;  ///< intern's: name -> index
 };
 

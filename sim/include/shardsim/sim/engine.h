@@ -57,7 +57,7 @@ struct EngineOptions {
   /// What-if (workloads' Speedups): compute ops of a kind take time / k
   /// (indexed by ComputeKind); the collectives and transfers of a named
   /// stream take time / k, their flows' bytes and their latencies alike.
-  std::array<double, kComputeKinds> compute_speedup{1, 1, 1, 1, 1, 1, 1, 1};
+  std::array<double, kComputeKinds> compute_speedup{1, 1, 1, 1, 1, 1, 1, 1, 1};
   std::vector<std::pair<std::string, double>> stream_speedup;
 };
 

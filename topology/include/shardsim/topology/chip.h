@@ -26,6 +26,10 @@ struct ChipSpec {
   BytesPerSec nic_per_gpu{0};     ///< GPU: scale-out NIC
   BytesPerSec ici_per_link{0};    ///< TPU: one ICI link
   BytesPerSec dcn_per_chip{0};    ///< TPU: the chip's share of its host's data-center network, one way
+  /// The chip's own link to its host's memory (PCIe, NVLink-C2C), one way:
+  /// what offloaded activations cross (plan.recompute_offload). 0: not
+  /// stated, and a plan that offloads is refused.
+  BytesPerSec host_link{0};
   /// Measured ring all-reduce bus bandwidth / NVLink line rate (NCCL figures).
   double nvlink_ring_efficiency = 1.0;
   /// GPU: CUDA compute capability x 10 (80 A100, 90 H100/H200, 100 B200) and

@@ -23,6 +23,8 @@ struct TrainStreams {
   static constexpr StreamId kEp = 9;        ///< expert-parallel all-to-alls
   static constexpr StreamId kTpSend = 10;   ///< tensor-parallel ring exchange (userbuffers): sends
   static constexpr StreamId kTpRecv = 11;   ///< tensor-parallel ring exchange: receives
+  static constexpr StreamId kHostD2H = 12;  ///< offloaded tensors to the host (declared when a plan offloads)
+  static constexpr StreamId kHostH2D = 13;  ///< and back for the backward
 };
 
 /// How the layers are cut into pipeline chunks: chunk g (0..pp·v-1) holds

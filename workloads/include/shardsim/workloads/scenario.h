@@ -61,9 +61,9 @@ struct Published {
 ///     of that kind carry k times their bandwidth (latencies unchanged).
 /// k may be below 1 (a slow-down). Several keys multiply where they meet.
 struct Speedups {
-  std::array<double, kComputeKinds> compute{1, 1, 1, 1, 1, 1, 1, 1};  ///< by ComputeKind
-  std::vector<std::pair<std::string, double>> stream;                 ///< by stream name
-  std::vector<std::pair<std::string, double>> levers;                 ///< as written, sorted by key
+  std::array<double, kComputeKinds> compute{1, 1, 1, 1, 1, 1, 1, 1, 1};  ///< by ComputeKind
+  std::vector<std::pair<std::string, double>> stream;                    ///< by stream name
+  std::vector<std::pair<std::string, double>> levers;                    ///< as written, sorted by key
   bool any() const { return !levers.empty(); }
 };
 
