@@ -5,8 +5,10 @@
 // one-way rate. The copies run beside compute on the DMA engines.
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "program_queries.h"
 #include "shardsim/sim/compute_model.h"
@@ -60,6 +62,27 @@ TEST(HostOffload, EachLayersTensorsGoToTheHostAndBackOnce) {
   const OpId reload0 = named(p, "reload from host", 0, 0, Pass::kBackward).front();
   const OpId out1 = named(p, "offload to host", 1, 0, Pass::kForward).front();
   EXPECT_EQ(ancestors(p, reload0).count(out1), 1U);
+}
+
+// The tensors are in HBM from the forward that makes them until their copy
+// out ends, and again from their copy back until the layer's backward ends.
+TEST(HostOffload, TheTensorsLeaveHbmWithTheirCopyAndReturnWithIt) {
+  const Program p = stage0(offloading());
+  auto activation_events = [&](OpId op) {
+    std::pair<int64_t, int64_t> alloc_free{0, 0};
+    for (const MemoryEvent& e : p.memory_events()) {
+      if (e.op != op || e.kind != MemKind::kActivation) continue;
+      alloc_free.first += e.alloc;
+      alloc_free.second += e.free;
+    }
+    return alloc_free;
+  };
+  for (int32_t L : {0, 1}) {
+    const OpId out = named(p, "offload to host", L, 0, Pass::kForward).front();
+    const OpId back = named(p, "reload from host", L, 0, Pass::kBackward).front();
+    EXPECT_EQ(activation_events(out), std::make_pair(int64_t{0}, kInputBytes));
+    EXPECT_EQ(activation_events(back), std::make_pair(kInputBytes, int64_t{0}));
+  }
 }
 
 TEST(HostOffload, ACopyTakesItsBytesOverTheLinkBesideCompute) {

@@ -638,11 +638,13 @@ TEST(StackMechanisms, OffloadedTensorsAreNotCountedInDeviceActivations) {
   const int64_t base = layer_activation_bytes(kept.model, kept.plan);
   EXPECT_EQ(base - layer_activation_bytes(off_ctx.model, off_ctx.plan), context);
   EXPECT_EQ(base - layer_activation_bytes(off_in.model, off_in.plan), input);
-  // The program walk agrees: two layers of one microbatch in flight.
+  // The program walk: two layers of one microbatch in flight, but the one
+  // whose backward starts first (layer 1) holds its copy back again (and
+  // each layer holds its own until its copy out ends: host_offload_test.cc).
   auto walked = [](const Scenario& s) { return walk_program_memory(stage0(s)).max_activations; };
   const int64_t w = walked(kept);
-  EXPECT_EQ(w - walked(off_ctx), 2 * context);
-  EXPECT_EQ(w - walked(off_in), 2 * input);
+  EXPECT_EQ(w - walked(off_ctx), context);
+  EXPECT_EQ(w - walked(off_in), input);
   // Offloading recomputes nothing more: the same ops run, and one copy to
   // the host and one back per layer (host_offload_test.cc times them).
   EXPECT_EQ(stage0(kept).size() + 2 * 2, stage0(off_ctx).size());

@@ -491,15 +491,16 @@ OpId StageLowering::emit_layer(int32_t L, Pass pass, const NodeSet& emit, OpId i
       for (Node input : g.inputs(member)) deps.push_back(input == Node::kIn ? in : ops[input]);
       // The forward charges what the policy keeps; a recomputation what
       // the backward reads that was not kept. Both are held until the
-      // layer's backward ends.
-      const bool hold = pass == Pass::kForward ? rp.kept.test(idx(member)) && !rp.offloaded.test(idx(member))
+      // layer's backward ends, but offloaded tensors: until their copy to
+      // the host ends, and again from their copy back (offload, reload).
+      const bool hold = pass == Pass::kForward ? rp.kept.test(idx(member))
                                                : rp.needed.test(idx(member)) && !rp.kept.test(idx(member));
       if (hold) alloc += g.bytes(member);
     }
     if (first) {
       deps.push_back(in);
       deps.push_back(weights);
-      if (pass == Pass::kForward && !rp.offloaded.test(idx(Node::kIn))) alloc += g.bytes(Node::kIn);  // its checkpoint
+      if (pass == Pass::kForward) alloc += g.bytes(Node::kIn);  // its checkpoint
       first = false;
     }
     // The kernels the op runs: each member that comes first in its fused
@@ -648,8 +649,9 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
   x = b_.add(norm_op("attn norm", L, pass), {x, wg, rec[Node::kIn]});
   wgrad = wg;
   const OpId last = residual(L, pass, {x});
-  // The layer's kept and recomputed tensors are released with its backward.
-  b_.memory(last, MemKind::kActivation, Bytes(0), Bytes(g.bytes(rp.kept & ~rp.offloaded)));
+  // The layer's kept (offloaded ones copied back) and recomputed tensors
+  // are released with its backward.
+  b_.memory(last, MemKind::kActivation, Bytes(0), Bytes(g.bytes(rp.kept)));
   b_.memory(last, MemKind::kRecomputed, Bytes(0), Bytes(g.bytes(rp.recomputed & rp.needed & ~rp.kept)));
   return last;
 }
@@ -666,7 +668,9 @@ void StageLowering::offload(int32_t L, OpId done) {
   Op o = base("offload to host", L, Pass::kForward, TrainStreams::kHostD2H);
   o.compute = ComputeKind::kHostCopy;
   o.bytes_read = Bytes(bytes);
-  offloaded_[{mb_, L}] = b_.add(o, {done});
+  const OpId copy = b_.add(o, {done});
+  b_.memory(copy, MemKind::kActivation, Bytes(0), Bytes(bytes));  // off HBM once copied
+  offloaded_[{mb_, L}] = copy;
 }
 
 void StageLowering::reload(int32_t L, OpId issue_after) {
@@ -675,7 +679,9 @@ void StageLowering::reload(int32_t L, OpId issue_after) {
   Op o = base("reload from host", L, Pass::kBackward, TrainStreams::kHostH2D);
   o.compute = ComputeKind::kHostCopy;
   o.bytes_written = Bytes(graph(L).bytes(recompute_plan(L).offloaded));
-  b_.gate_next(kC, b_.add(o, {it->second, issue_after}));
+  const OpId copy = b_.add(o, {it->second, issue_after});
+  b_.memory(copy, MemKind::kActivation, o.bytes_written, Bytes(0));  // on HBM again until the backward ends
+  b_.gate_next(kC, copy);
   offloaded_.erase(it);
 }
 

@@ -60,7 +60,10 @@ LayerMemory layer_memory(const ModelSpec& m, const Plan& p, bool moe_layer, bool
   const LayerGraph g(detail::layer_config(m, p, moe_layer, bf16_layer));
   const detail::RecomputeSpec spec = detail::recompute_spec(p, bf16_layer);
   const RecomputePlan rp = detail::plan_recompute(g, policy ? spec : detail::keep_everything(spec));
-  return {g.bytes(rp.kept & ~rp.offloaded), g.bytes(rp.recomputed & rp.needed & ~rp.kept)};
+  // Offloaded tensors are off HBM between the forward and the backward; the
+  // layer's backward holds them again (copied back), as a recomputation
+  // holds what it recomputes.
+  return {g.bytes(rp.kept & ~rp.offloaded), g.bytes(rp.recomputed & rp.needed & ~rp.kept) + g.bytes(rp.offloaded)};
 }
 
 /// Each layer kind's memory, [moe layer][the policy applies][bf16 tail],
