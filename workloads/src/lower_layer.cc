@@ -657,11 +657,12 @@ OpId StageLowering::layer_backward(int32_t L, OpId cur, OpId weights, OpId& wgra
 }
 
 // Offloaded tensors cross the chip's host link (PCIe) on DMA engines beside
-// compute: XLA's host offloading (MaxText's "offload" remat names) copies
-// each layer's out after its forward and prefetches them for its backward.
-// Each direction is one stream, so the copies of a direction queue behind
-// one another: a forward that offloads faster than the link carries, or a
-// backward that needs them sooner, waits for the link.
+// compute: XLA's host offloading (MaxText's "offload" remat names) copies a
+// layer's offloaded tensors to the host after its forward and prefetches
+// them back for its backward (docs/model.md, section 1). Each direction is
+// one stream, so the copies of a direction queue behind one another: a
+// forward that offloads faster than the link carries, or a backward that
+// needs them sooner, waits for the link.
 void StageLowering::offload(int32_t L, OpId done) {
   const int64_t bytes = graph(L).bytes(recompute_plan(L).offloaded);
   if (bytes == 0) return;
