@@ -41,8 +41,11 @@ std::optional<double> path_share(const CriticalPathReport& path, const std::stri
   double on = 0;
   for (const auto& [category, t] : path.by_category_s) {
     const bool compute = category.rfind("compute: ", 0) == 0;
+    // A host copy's category is its stream's ("host d2h: host copy").
+    const bool host_copy = category.ends_with(": host copy");
     if (lever == "compute"               ? compute
-        : lever.rfind("stream:", 0) == 0 ? category.rfind(lever.substr(7) + ": ", 0) == 0
+        : lever == "host copy"           ? host_copy
+        : lever.rfind("stream:", 0) == 0 ? category.rfind(lever.substr(7) + ": ", 0) == 0 && !host_copy
                                          : compute && category.substr(9) == lever) {
       on += t;
     }

@@ -121,6 +121,33 @@ TEST(WhatIf, LeversCoverComputeStreamsAndLinks) {
   EXPECT_EQ(std::find(levers.begin(), levers.end(), "net:ici"), levers.end());  // no torus here
 }
 
+// Offloaded tensors' copies over a slow host link make most of the step:
+// the "host copy" lever's path share is their time on the path, and a
+// stream lever does not claim them (it speeds communication only).
+TEST(WhatIf, TheHostCopyLeverOwnsTheCopiesOnThePath) {
+  const char* json = R"({"model": {"name": "small", "layers": 4, "hidden": 2048, "ffn_hidden": 8192,
+      "heads": 16, "kv_heads": 8, "vocab": 32000}, "cluster": {"chip": "h100-sxm", "devices": 8,
+      "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8}},
+      "plan": {"dp": 8, "global_batch": 8, "seq_len": 2048, "recompute": "custom",
+               "recompute_keep": ["qkv_proj"], "recompute_offload": ["decoder_layer_input"]}})";
+  const Scenario s = testing::scenario(json, {{"cluster.chip.host_link_GBps", "0.1"}});
+  const std::vector<std::string> levers = levers_of(s);
+  ASSERT_NE(std::find(levers.begin(), levers.end(), "host copy"), levers.end());
+  WhatIfOptions opt;
+  opt.factor = 2;
+  const WhatIfResult r = what_if(s, opt);
+  double host_share = 0;
+  for (const WhatIfLever& l : r.levers) {
+    if (l.lever == "host copy") host_share = l.path_share.value_or(0);
+    if (l.lever.rfind("stream:", 0) == 0) {
+      EXPECT_LT(l.path_share.value_or(0), 0.1) << l.lever;
+    }
+  }
+  // 4 layers x 2 copies of 8.4 MB at 0.1 GB/s: 0.67 s of the step.
+  EXPECT_GT(host_share, 0.9);
+  EXPECT_EQ(r.levers.front().lever, "host copy");
+}
+
 TEST(WhatIf, TogetherCombinesTheLeversAndFactorsOfOneMultiply) {
   const Scenario s = testing::scenario(kSixteen);
   WhatIfOptions opt;
