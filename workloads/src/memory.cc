@@ -51,7 +51,7 @@ MemoryReport inference_stage_memory(const Scenario& s, int64_t stage);
 
 struct LayerMemory {
   int64_t kept = 0;        ///< bytes kept from the forward to the backward
-  int64_t recomputed = 0;  ///< bytes a recomputation holds during the backward
+  int64_t recomputed = 0;  ///< bytes the backward holds beyond `kept`: recomputed and copied back (offloaded)
 };
 /// With `policy` false, a layer the plan's recomputation policy leaves out
 /// (detail::recompute_applies): it keeps everything its backward needs.
