@@ -31,6 +31,7 @@ int cmd_search(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_serve(const std::vector<std::string>& args);
 int cmd_whatif(const std::vector<std::string>& args);
+int cmd_evidence(const std::vector<std::string>& args);
 int cmd_topology(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_chakra(const std::vector<std::string>& args);

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     if (cmd == "report") return cli::cmd_report(args);
     if (cmd == "serve") return cli::cmd_serve(args);
     if (cmd == "whatif") return cli::cmd_whatif(args);
+    if (cmd == "evidence") return cli::cmd_evidence(args);
     if (cmd == "topology") return cli::cmd_topology(args);
     if (cmd == "export") return cli::cmd_export(args);
     if (cmd == "chakra") return cli::cmd_chakra(args);

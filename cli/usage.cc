@@ -188,6 +188,22 @@ Usage:
       --against FILE    compare with a record; exit 1 if any row or group got
                         worse beyond its tolerance (CTest runs this)
 
+  shardsim evidence SCENARIO [--record FILE] [--set PATH=VALUE]... [--json]
+      How far to trust a prediction for SCENARIO: the accuracy record's rows
+      (examples/validation/accuracy.json, embedded at build time) that share
+      its framework (a serving scenario: its engine), chip and GEMM
+      precision, then fewer of them, each side of the protocol apart (held
+      out, development, in sample): rows, mean and max |error|, the mean
+      speed error (predicted speed over measured, less 1: positive is too
+      fast) and the share too fast, runs judged out of memory, peak-memory
+      rows. "closest" is the most specific group of 3 or more rows, a
+      held-out side first (docs/validation.md). --record FILE reads another
+      record (`shardsim validate --record`). --json: scenario, family,
+      framework, chip, precision, record, groups [{level, label, split,
+      rows, mean_abs_error, max_abs_error, mean_bias, rows_fast, runs,
+      out_of_memory, memory_rows, memory_mean_abs_error,
+      memory_max_abs_error, memory_mean_bias}], closest (an index or null).
+
   shardsim run SCENARIO [--backend cpu|cuda] [--ranks N] [--steps K]
                [--warmup K] [--verify] [--trace FILE] [--json]
                [--timeout-s S] [--set PATH=VALUE]...

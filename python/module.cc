@@ -13,9 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "shardsim/app/accuracy.h"
 #include "shardsim/app/chakra.h"
 #include "shardsim/app/collective.h"
 #include "shardsim/app/compare.h"
+#include "shardsim/app/evidence.h"
 #include "shardsim/app/search.h"
 #include "shardsim/app/serve.h"
 #include "shardsim/app/step.h"
@@ -167,6 +169,16 @@ std::string py_whatif(const std::string& scenario, bool is_path, const Pairs& ov
   return whatif_json(what_if(load(scenario, is_path, overrides), opt));
 }
 
+/// The record is the one embedded at build time unless `record` names a file.
+std::string py_evidence(const std::string& scenario, bool is_path, const Pairs& overrides, const std::string& record) {
+  py::gil_scoped_release release;
+  const Scenario s = load(scenario, is_path, overrides);
+  if (record.empty()) {
+    return evidence_json(find_evidence(s, embedded_accuracy_record(), "the accuracy record embedded at build time"));
+  }
+  return evidence_json(find_evidence(s, read_accuracy_record(record), record));
+}
+
 /// Each side as JSON text and the name errors give it (its path, or
 /// "<predicted>" / "<measured>" for a dict).
 std::string py_compare(const std::string& predicted, const std::string& predicted_name, const std::string& measured,
@@ -223,6 +235,7 @@ PYBIND11_MODULE(_shardsim, m) {
   m.def("sweep_sizes", &collective_sweep_sizes);
   m.def("sweep", &py_sweep);
   m.def("whatif", &py_whatif);
+  m.def("evidence", &py_evidence);
   m.def("export_chakra", &py_export_chakra);
   m.def("presets", &py_presets);
   m.def("preset", &py_preset);

@@ -72,6 +72,7 @@ std::string accuracy_record_json(const ValidationReport& r, const AccuracyTolera
                          {"framework", row.framework},
                          {"chip", row.chip},
                          {"precision", row.precision},
+                         {"calibrated", row.calibrated},
                          {"abs_error", rounded(std::fabs(row.error))},
                          {"bias", rounded(row_bias(row))},
                          {"fits", row.fits}});

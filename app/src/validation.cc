@@ -104,6 +104,7 @@ ValidationRow published_row(const Scenario& s, const std::string& metric, double
   row.metric = metric;
   row.published = value;
   row.fitted = s.published.fitted;
+  row.calibrated = s.cluster.calibration != nullptr;
   return row;
 }
 
@@ -121,6 +122,12 @@ double row_bias(const ValidationRow& r) {
   return time ? (r.predicted > 0 ? r.published / r.predicted - 1 : 0) : r.error;
 }
 
+std::string precision_label(const Plan& p) {
+  std::string label(to_string(p.matmul_dtype));
+  if (p.matmul_dtype != DType::kBf16) label += " " + std::string(to_string(p.fp8_recipe));
+  return label;
+}
+
 void ValidationStats::add(double error, double bias) {
   ++n;
   sum += std::fabs(error);
@@ -133,8 +140,7 @@ std::vector<ValidationRow> validate_scenario(const Scenario& s, const StepReport
   std::vector<ValidationRow> rows;
   for (const auto& [metric, value] : s.published.metrics) {
     ValidationRow row = published_row(s, metric, value, std::string(to_string(s.plan.framework)));
-    row.precision = std::string(to_string(s.plan.matmul_dtype));
-    if (s.plan.matmul_dtype != DType::kBf16) row.precision += " " + std::string(to_string(s.plan.fp8_recipe));
+    row.precision = precision_label(s.plan);
     row.fits = r.memory.fits;
     if (metric == "step_time_s") {
       row.predicted = r.step_time_s;

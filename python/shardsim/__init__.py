@@ -38,6 +38,7 @@ __all__ = [
     "export_chakra",
     "validate",
     "compare",
+    "evidence",
     "presets",
     "preset",
 ]
@@ -227,6 +228,18 @@ def whatif(scenario, overrides=None, *, speedups=None, factor=2.0, jobs=0):
             raise TypeError("speedups: expected a dict of levers to factors, got " + type(speedups).__name__)
         pairs = [(str(k), float(v)) for k, v in speedups.items()]
     return json.loads(_shardsim.whatif(text, is_path, _overrides(overrides), pairs, float(factor), int(jobs)))
+
+
+def evidence(scenario, overrides=None, *, record=None):
+    """How shardsim did on the published runs most like ``scenario``; returns
+    the dict of ``shardsim evidence --json``: the scenario's framework (or
+    serving engine), chip and precision, and ``groups`` of the accuracy
+    record's rows that share them (then fewer of them), each side of the
+    protocol apart, with ``closest``, the level that stands for it.
+    ``record``: a record file (``shardsim validate --record``); None: the
+    record embedded at build time (docs/validation.md)."""
+    text, is_path = _scenario(scenario)
+    return json.loads(_shardsim.evidence(text, is_path, _overrides(overrides), os.fspath(record) if record else ""))
 
 
 def export_chakra(scenario, out, overrides=None, *, prefix="shardsim"):

@@ -251,6 +251,17 @@ def test_compare_names_the_side_that_is_wrong():
     assert info.value.path == "/critical_device/compute_by_kind_s"
 
 
+def test_evidence_equals_the_cli(cli):
+    got = shardsim.evidence(LLAMA8, {"plan.framework": "megatron-core"})
+    assert got == cli("evidence", LLAMA8, "--set", "plan.framework=megatron-core", "--json")
+    assert got["closest"] == "framework, chip and precision"
+    record = "tests/golden/commands/evidence.record.json"
+    small = shardsim.evidence("tests/golden/commands/evidence.scenario.json", record=record)
+    assert [g["rows"] for g in small["groups"]][:2] == [2, 1]
+    with pytest.raises(shardsim.ScenarioError, match="cannot read the accuracy record"):
+        shardsim.evidence(LLAMA8, record="no-such-record.json")
+
+
 def test_whatif_equals_the_cli_and_ranks_levers(cli):
     r = shardsim.whatif(LLAMA8, speedups={"matmul": 2, "net:nic": 1.5})
     assert r == cli("whatif", LLAMA8, "--speedup", "matmul=2", "--speedup", "net:nic=1.5", "--json")

@@ -32,6 +32,7 @@ struct ValidationRow {
   bool fitted = false;       ///< the row was used to fit a named parameter
   bool fits = true;          ///< the scenario fits in memory (every published run did)
   bool serving = false;      ///< a serving benchmark's figure (framework is then the engine)
+  bool calibrated = false;   ///< simulated with a measured calibration profile (cluster.calibration)
 };
 
 /// The metrics a scenario's "published" object may name:
@@ -55,6 +56,10 @@ struct ServeSummary;
 ///   e2e_mean_s, e2e_p50_s        (the definitions of app/serve.h)
 /// Throws InputError for an unknown metric.
 std::vector<ValidationRow> validate_serving(const Scenario& s, const ServeSummary& r);
+
+/// A training plan's GEMM format and recipe as validation groups name it
+/// ("bf16", "fp8 delayed", "fp8 mxfp8", "fp4 nvfp4", ...).
+std::string precision_label(const Plan& p);
 
 /// A published row the scenario generator could not express (the
 /// directory's manifest.json lists them with the reason).
