@@ -151,9 +151,11 @@ Usage:
 
   shardsim report SCENARIO --out FILE [--set PATH=VALUE]...
       Write one self-contained HTML page (no network, no script) about
-      SCENARIO's step: the time breakdown, a timeline of up to four devices
-      (each stream; idle compute shaded), memory over the step by component,
-      and a roofline of the ops against the chip's peak and HBM bandwidth.
+      SCENARIO's step: how far to trust it (the validation rows like it, as
+      `shardsim evidence` gives them), the time breakdown, a timeline of up
+      to four devices (each stream; idle compute shaded), memory over the
+      step by component, and a roofline of the ops against the chip's peak
+      and HBM bandwidth.
 
   shardsim serve SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE]
                  [--no-timing]

@@ -96,12 +96,6 @@ std::string level_label(const Evidence& e, const Level& l) {
   return e.calibrated ? label + ", calibrated" : label;
 }
 
-std::string side(const std::string& split) {
-  if (split == "held_out") return "held out";
-  if (split == "in_sample") return "in sample";
-  return split;
-}
-
 /// `part` of `whole` in whole percent, rounded (as docs/validation.md's tables).
 int share(int part, int whole) {
   return static_cast<int>(std::lround(100.0 * part / whole));
@@ -125,6 +119,12 @@ double rounded(double x) {
 }
 
 }  // namespace
+
+std::string evidence_side(const std::string& split) {
+  if (split == "held_out") return "held out";
+  if (split == "in_sample") return "in sample";
+  return split;
+}
 
 std::string_view embedded_accuracy_record() {
   return {detail::kAccuracyRecord, sizeof detail::kAccuracyRecord - 1};
@@ -212,7 +212,7 @@ std::string evidence_text(const Evidence& e) {
     if (g.memory.n > 0) {
       memory = std::to_string(g.memory.n) + ", " + percent(g.memory.mean()) + ", " + signed_percent(g.memory.bias());
     }
-    appendf(out, "  %-*s  %-12s %5s %13s %8s %19s %14s  %s\n", width, label.c_str(), side(g.split).c_str(),
+    appendf(out, "  %-*s  %-12s %5s %13s %8s %19s %14s  %s\n", width, label.c_str(), evidence_side(g.split).c_str(),
             rows.c_str(), mean.c_str(), max.c_str(), speed.c_str(), oom.c_str(), memory.c_str());
   }
   if (e.closest.empty()) {
@@ -224,7 +224,7 @@ std::string evidence_text(const Evidence& e) {
   for (const EvidenceGroup& g : e.groups) {
     if (g.level != e.closest || g.speed.n == 0) continue;
     appendf(out, "  %s %s, %d %s row%s: predictions %s off on average (max %s), too fast on %d (mean speed %s)\n",
-            first ? "closest:" : "        ", g.label.c_str(), g.speed.n, side(g.split).c_str(),
+            first ? "closest:" : "        ", g.label.c_str(), g.speed.n, evidence_side(g.split).c_str(),
             g.speed.n == 1 ? "" : "s", percent(g.speed.mean()).c_str(), percent(g.speed.max).c_str(), g.speed.high,
             signed_percent(g.speed.bias()).c_str());
     first = false;

@@ -1,5 +1,6 @@
 #include "shardsim/app/report.h"
 
+#include "shardsim/app/evidence.h"
 #include "shardsim/app/step.h"
 #include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
@@ -38,6 +39,13 @@ void write_step_report(const Scenario& s, const std::string& out, const std::str
   in.peak_flops_per_s = s.cluster.chip.bf16_peak.value();
   in.hbm_bytes_per_s = s.cluster.chip.hbm_bandwidth.value();
   in.plans = std::move(plans);
+  const Evidence e = find_evidence(s, embedded_accuracy_record(), "the accuracy record of this build");
+  in.evidence_record = e.record;
+  for (const EvidenceGroup& g : e.groups) {
+    if (g.speed.n == 0) continue;  // a level's memory rows only: the table is about time
+    in.evidence.push_back({g.label, evidence_side(g.split), g.speed.n, g.speed.mean(), g.speed.max, g.speed.bias(),
+                           g.speed.high, g.level == e.closest});
+  }
   std::string err;
   if (!write_file_atomic(out, html_report(in), err)) throw UsageError(err);
 }

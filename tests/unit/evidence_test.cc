@@ -3,11 +3,14 @@
 // hand from a small record.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "shardsim/app/evidence.h"
+#include "shardsim/app/report.h"
 #include "shardsim/core/error.h"
+#include "shardsim/core/read_file.h"
 #include "shardsim/workloads/scenario.h"
 
 namespace shardsim {
@@ -159,6 +162,17 @@ TEST(Evidence, TheEmbeddedRecordHoldsTheValidationRows) {
     if (g.level == e.closest) rows += g.speed.n;
   }
   EXPECT_GT(rows, 50);
+}
+
+TEST(Evidence, TheHtmlReportSaysHowFarToTrustItsStep) {
+  const std::string out = ::testing::TempDir() + "/shardsim_evidence_report.html";
+  write_step_report(scenario(), out, "evidence");
+  const std::string html = read_file_text(out);
+  const size_t at = html.find("<h2>How far to trust this prediction</h2>");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(at, html.find("<h2>Where the step's time goes</h2>"));  // beside the headline, before the detail
+  EXPECT_NE(html.find("<td><b>megatron-core on h100-sxm, fp8 delayed</b></td><td>held out</td>"), std::string::npos);
+  std::remove(out.c_str());
 }
 
 }  // namespace evidence_test

@@ -468,6 +468,32 @@ std::string plans_section(const std::vector<ReportPlanPoint>& plans) {
          svg.finish("plans");
 }
 
+std::string evidence_section(const HtmlReportInput& in) {
+  if (in.evidence_record.empty()) return "";
+  std::string html =
+      "<h2>How far to trust this prediction</h2>\n<p>The validation rows of published runs that share this "
+      "scenario's framework, chip and GEMM precision, then fewer of them (" +
+      esc(in.evidence_record) +
+      "; <code>shardsim evidence</code>, docs/validation.md). Speed is predicted over measured speed, less 1: "
+      "positive means predicted too fast. Held-out rows were never tuned on. The level that stands for this "
+      "scenario is in bold.</p>\n";
+  if (in.evidence.empty()) {
+    return html + "<p>No published run shares this scenario's framework or chip: the prediction is unvalidated.</p>\n";
+  }
+  html +=
+      "<table><tr><th>rows like it</th><th>side</th><th>rows</th><th>mean |error|</th><th>max</th><th>speed</th>"
+      "<th>too fast</th></tr>\n";
+  for (const ReportEvidenceRow& r : in.evidence) {
+    const char* b = r.closest ? "<b>" : "";
+    const char* e = r.closest ? "</b>" : "";
+    html += std::string("<tr><td>") + b + esc(r.label) + e + "</td><td>" + esc(r.side) + "</td><td>" +
+            std::to_string(r.rows) + "</td><td>" + fmt("%.1f%%", 100 * r.mean_abs_error) + "</td><td>" +
+            fmt("%.1f%%", 100 * r.max_abs_error) + "</td><td>" + fmt("%+.1f%%", 100 * r.mean_bias) + "</td><td>" +
+            std::to_string(r.rows_fast) + " of " + std::to_string(r.rows) + "</td></tr>\n";
+  }
+  return html + "</table>\n";
+}
+
 std::string comparison_section(const HtmlReportInput& in) {
   if (in.comparison.empty()) return "";
   const int left = 110, bar = 14, w = 700;
@@ -530,6 +556,7 @@ std::string html_report(const HtmlReportInput& in) {
             " tokens/s; peak memory " + gib(static_cast<double>(r.memory.peak_bytes_per_device)) + " of " +
             gib(static_cast<double>(r.memory.capacity_bytes)) + ". Scenario " + esc(r.scenario) + ", hash " +
             esc(r.config_hash) + ", shardsim " + esc(r.version) + ", backend " + esc(r.sim.backend) + ".</p>\n";
+    html += evidence_section(in);
     html += breakdown_section(r);
     if (in.programs != nullptr && in.timeline != nullptr) {
       html += timeline_section(*in.programs, *in.timeline, r.step_time_s);

@@ -63,6 +63,9 @@ Evidence find_evidence(const Scenario& s, std::string_view record_text, const st
 /// The accuracy record as it was when this build was made.
 std::string_view embedded_accuracy_record();
 
+/// A split as the output names it: "held out", "development", "in sample".
+std::string evidence_side(const std::string& split);
+
 /// The evidence as the table `shardsim evidence` prints, and as one JSON
 /// object (`--json`).
 std::string evidence_text(const Evidence& e);
