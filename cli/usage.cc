@@ -193,8 +193,10 @@ Usage:
   shardsim evidence SCENARIO [--record FILE] [--set PATH=VALUE]... [--json]
       How far to trust a prediction for SCENARIO: the accuracy record's rows
       (examples/validation/accuracy.json, embedded at build time) that share
-      its framework (a serving scenario: its engine), chip and GEMM
-      precision, then fewer of them, each side of the protocol apart (held
+      its framework, chip and GEMM precision (a serving scenario: its
+      engine, chip and each family of metrics: throughput, time to first
+      token, time per output token, end-to-end latency), then fewer of
+      them, each side of the protocol apart (held
       out, development, in sample): rows, mean and max |error|, the mean
       speed error (predicted speed over measured, less 1: positive is too
       fast) and the share too fast, runs judged out of memory, peak-memory

@@ -70,24 +70,40 @@ std::vector<RecordRow> read_rows(std::string_view text, const std::string& file)
   return rows;
 }
 
-/// A level of likeness: which of the scenario's keys a row must share.
+/// A level of likeness: which of the scenario's keys a row must share. The
+/// third key is the GEMM precision of a training row, the metric family of
+/// a serving row (a serve reports every family, and the engines' rows
+/// differ by family more than by anything else).
 struct Level {
-  const char* name;
-  bool framework, chip, precision;
+  const char* training;
+  const char* serving;
+  bool framework, chip, third;
 };
 constexpr std::array<Level, 4> kLevels = {{
-    {"framework, chip and precision", true, true, true},
-    {"framework and chip", true, true, false},
-    {"framework", true, false, false},
-    {"chip", false, true, false},
+    {"framework, chip and precision", "engine, chip and metric", true, true, true},
+    {"framework and chip", "engine and chip", true, true, false},
+    {"framework", "engine", true, false, false},
+    {"chip", "chip", false, true, false},
 }};
+constexpr std::array<const char*, 4> kMetricFamilies = {"throughput", "time to first token", "time per output token",
+                                                        "end-to-end latency"};
+
+/// The family of a serving metric (app/validation.h, validate_serving).
+std::string metric_family(const std::string& metric) {
+  auto starts = [&](const char* p) { return metric.rfind(p, 0) == 0; };
+  if (starts("ttft")) return kMetricFamilies[1];
+  if (starts("tpot") || starts("itl")) return kMetricFamilies[2];
+  if (starts("e2e")) return kMetricFamilies[3];
+  return kMetricFamilies[0];
+}
 constexpr std::array<const char*, 3> kSplits = {"held_out", "development", "in_sample"};
 
-std::string level_label(const Evidence& e, const Level& l) {
+/// The keys a group shares; `third` is the precision or the metric family.
+std::string level_label(const Evidence& e, const Level& l, const std::string& third) {
   const bool serving = e.family == "serving";
   std::string label;
   if (l.framework && l.chip) {
-    label = e.framework + " on " + e.chip + (l.precision ? ", " + e.precision : "");
+    label = e.framework + " on " + e.chip + (l.third ? ", " + third : "");
   } else if (l.framework) {
     label = e.framework + ", any chip";
   } else {
@@ -142,42 +158,45 @@ Evidence find_evidence(const Scenario& s, std::string_view record_text, const st
   e.precision = serving ? "" : precision_label(s.plan);
   e.calibrated = s.cluster.calibration != nullptr;
   for (const Level& level : kLevels) {
-    if (serving && level.precision) continue;  // serving rows carry no GEMM precision
+    std::vector<std::string> thirds = {""};
+    if (level.third)
+      thirds = serving ? std::vector<std::string>(kMetricFamilies.begin(), kMetricFamilies.end())
+                       : std::vector<std::string>{e.precision};
     int level_rows = 0;
-    for (const char* split : kSplits) {
-      EvidenceGroup g;
-      g.level = level.name;
-      g.label = level_label(e, level);
-      g.split = split;
-      std::set<std::string> ran, overflowed;
-      for (const RecordRow& r : rows) {
-        // A row simulated with a measured profile checks the engine given
-        // measured rates, not the presets: it stands only for scenarios
-        // that carry one too, and the other way round.
-        if (r.split != split || (r.kind == "serving") != serving || r.calibrated != e.calibrated) continue;
-        if ((level.framework && r.framework != e.framework) || (level.chip && r.chip != e.chip) ||
-            (level.precision && r.precision != e.precision)) {
-          continue;
+    for (const std::string& third : thirds) {
+      for (const char* split : kSplits) {
+        EvidenceGroup g;
+        g.level = serving ? level.serving : level.training;
+        g.label = level_label(e, level, third);
+        g.split = split;
+        std::set<std::string> ran, overflowed;
+        for (const RecordRow& r : rows) {
+          // A row simulated with a measured profile checks the engine given
+          // measured rates, not the presets: it stands only for scenarios
+          // that carry one too, and the other way round.
+          if (r.split != split || (r.kind == "serving") != serving || r.calibrated != e.calibrated) continue;
+          if ((level.framework && r.framework != e.framework) || (level.chip && r.chip != e.chip)) continue;
+          if (level.third && (serving ? metric_family(r.metric) : r.precision) != third) continue;
+          if (r.kind == "memory") {
+            g.memory.add(r.abs_error, r.bias);
+          } else {
+            g.speed.add(r.abs_error, r.bias);
+          }
+          // A row that measured a time, a throughput or a peak memory comes
+          // from a run that ran: it must fit (validation.cc, summarise).
+          if (r.kind != "memory" || r.metric == "peak_memory_GiB") {
+            ran.insert(r.scenario);
+            if (!r.fits) overflowed.insert(r.scenario);
+          }
         }
-        if (r.kind == "memory") {
-          g.memory.add(r.abs_error, r.bias);
-        } else {
-          g.speed.add(r.abs_error, r.bias);
-        }
-        // A row that measured a time, a throughput or a peak memory comes
-        // from a run that ran: it must fit (validation.cc, summarise).
-        if (r.kind != "memory" || r.metric == "peak_memory_GiB") {
-          ran.insert(r.scenario);
-          if (!r.fits) overflowed.insert(r.scenario);
-        }
+        g.runs = static_cast<int>(ran.size());
+        g.out_of_memory = static_cast<int>(overflowed.size());
+        if (g.speed.n == 0 && g.memory.n == 0) continue;
+        level_rows += g.speed.n;
+        e.groups.push_back(std::move(g));
       }
-      g.runs = static_cast<int>(ran.size());
-      g.out_of_memory = static_cast<int>(overflowed.size());
-      if (g.speed.n == 0 && g.memory.n == 0) continue;
-      level_rows += g.speed.n;
-      e.groups.push_back(std::move(g));
     }
-    if (e.closest.empty() && level_rows >= kEvidenceMinRows) e.closest = level.name;
+    if (e.closest.empty() && level_rows >= kEvidenceMinRows) e.closest = serving ? level.serving : level.training;
   }
   return e;
 }

@@ -121,6 +121,25 @@ TEST(Evidence, ReportsNothingForKeysNoRowShares) {
   EXPECT_TRUE(nlohmann::json::parse(evidence_json(e))["closest"].is_null());
 }
 
+TEST(Evidence, AServingScenarioTakesTheEnginesRowsByMetricFamily) {
+  auto j = nlohmann::json::parse(
+      read_file_text(std::string(SHARDSIM_SOURCE_DIR) + "/examples/llama3-70b-h100x8-serve.json"));
+  j["serving"]["engine"] = "trtllm";
+  const Evidence e = find_evidence(parse_scenario(j.dump(), "serve.json"), record(), "r.json");
+  EXPECT_EQ(e.family, "serving");
+  EXPECT_EQ(e.framework, "trtllm");
+  EXPECT_EQ(e.precision, "");
+  // Only i.json is a serving row: its time to first token, at every level.
+  const EvidenceGroup& ttft = group(e, "engine, chip and metric", "held_out");
+  EXPECT_EQ(ttft.label, "trtllm on h100-sxm, time to first token");
+  EXPECT_EQ(ttft.speed.n, 1);
+  EXPECT_NEAR(ttft.speed.bias(), -0.70, 1e-12);
+  EXPECT_EQ(group(e, "engine and chip", "held_out").speed.n, 1);
+  EXPECT_EQ(group(e, "chip", "held_out").speed.n, 1);
+  EXPECT_TRUE(e.closest.empty());  // one row: too little to stand for it
+  EXPECT_NE(evidence_text(e).find("too little evidence"), std::string::npos);
+}
+
 TEST(Evidence, JsonCarriesEveryGroup) {
   const Evidence e = find_evidence(scenario(), record(), "r.json");
   const auto j = nlohmann::json::parse(evidence_json(e));

@@ -20,7 +20,9 @@ namespace shardsim {
 /// The record's rows at one level of likeness, on one side of the protocol.
 struct EvidenceGroup {
   /// "framework, chip and precision", "framework and chip", "framework" or
-  /// "chip" (serving scenarios: the engine as the framework, no precision).
+  /// "chip"; for a serving scenario "engine, chip and metric" (one group per
+  /// family of metrics: throughput, time to first token, time per output
+  /// token, end-to-end latency), "engine and chip", "engine", "chip".
   std::string level;
   std::string label;  ///< the keys it matched, e.g. "megatron-core on gb200, bf16"
   std::string split;  ///< "held_out", "development" or "in_sample"
