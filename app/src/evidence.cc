@@ -85,6 +85,7 @@ constexpr std::array<Level, 4> kLevels = {{
     {"framework", "engine", true, false, false},
     {"chip", "chip", false, true, false},
 }};
+constexpr std::array<const char*, 3> kSplits = {"held_out", "development", "in_sample"};
 constexpr std::array<const char*, 4> kMetricFamilies = {"throughput", "time to first token", "time per output token",
                                                         "end-to-end latency"};
 
@@ -96,8 +97,6 @@ std::string metric_family(const std::string& metric) {
   if (starts("e2e")) return kMetricFamilies[3];
   return kMetricFamilies[0];
 }
-constexpr std::array<const char*, 3> kSplits = {"held_out", "development", "in_sample"};
-
 /// The keys a group shares; `third` is the precision or the metric family.
 std::string level_label(const Evidence& e, const Level& l, const std::string& third) {
   const bool serving = e.family == "serving";
@@ -158,10 +157,13 @@ Evidence find_evidence(const Scenario& s, std::string_view record_text, const st
   e.precision = serving ? "" : precision_label(s.plan);
   e.calibrated = s.cluster.calibration != nullptr;
   for (const Level& level : kLevels) {
+    // The third key's values: the scenario's precision, or every metric
+    // family (a serve reports them all); none below the first level.
     std::vector<std::string> thirds = {""};
-    if (level.third)
+    if (level.third) {
       thirds = serving ? std::vector<std::string>(kMetricFamilies.begin(), kMetricFamilies.end())
                        : std::vector<std::string>{e.precision};
+    }
     int level_rows = 0;
     for (const std::string& third : thirds) {
       for (const char* split : kSplits) {
