@@ -196,17 +196,19 @@ Usage:
       its framework, chip and GEMM precision (a serving scenario: its
       engine, chip and each family of metrics: throughput, time to first
       token, time per output token, end-to-end latency), then fewer of
-      them, each side of the protocol apart (held
-      out, development, in sample): rows, mean and max |error|, the mean
-      speed error (predicted speed over measured, less 1: positive is too
-      fast) and the share too fast, runs judged out of memory, peak-memory
-      rows. "closest" is the most specific group of 3 or more rows, a
-      held-out side first (docs/validation.md). --record FILE reads another
-      record (`shardsim validate --record`). --json: scenario, family,
-      framework, chip, precision, record, groups [{level, label, split,
-      rows, mean_abs_error, max_abs_error, mean_bias, rows_fast, runs,
-      out_of_memory, memory_rows, memory_mean_abs_error,
-      memory_max_abs_error, memory_mean_bias}], closest (an index or null).
+      them, each side of the protocol apart (held out, development, in
+      sample): rows, mean and max |error|, the mean speed error (predicted
+      speed over measured, less 1: positive is too fast) and the share too
+      fast, runs judged out of memory, peak-memory rows. "closest" is the
+      most specific level whose sides hold 3 or more time or throughput
+      rows together (docs/validation.md). Rows simulated with a calibration
+      profile stand only for scenarios with one. --record FILE reads
+      another record (`shardsim validate --record`). --json: scenario,
+      family, framework, chip, precision, calibrated, record, groups
+      [{level, label, split, rows, mean_abs_error, max_abs_error,
+      mean_bias, rows_high (predicted too fast), runs, out_of_memory,
+      memory_rows, memory_mean_abs_error, memory_max_abs_error,
+      memory_mean_bias}], closest (a level, or null).
 
   shardsim run SCENARIO [--backend cpu|cuda] [--ranks N] [--steps K]
                [--warmup K] [--verify] [--trace FILE] [--json]

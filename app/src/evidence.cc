@@ -273,7 +273,7 @@ std::string evidence_json(const Evidence& e) {
                            {"mean_abs_error", rounded(g.speed.mean())},
                            {"max_abs_error", rounded(g.speed.max)},
                            {"mean_bias", rounded(g.speed.bias())},
-                           {"rows_fast", g.speed.high},
+                           {"rows_high", g.speed.high},
                            {"runs", g.runs},
                            {"out_of_memory", g.out_of_memory},
                            {"memory_rows", g.memory.n},
