@@ -185,6 +185,14 @@ OpId ProgramBuilder::add(Op op, std::span<const OpId> deps) {
   return id;
 }
 
+void ProgramBuilder::reserve(size_t ops) {
+  if (ops <= p_.ops_.capacity()) return;
+  const size_t have = std::max<size_t>(1, p_.ops_.size());
+  p_.ops_.reserve(ops);
+  p_.dep_begin_.reserve(ops + 1);
+  p_.deps_.reserve(p_.deps_.size() * ops / have + ops / 8);
+}
+
 void ProgramBuilder::memory(OpId id, MemKind kind, Bytes alloc, Bytes free) {
   if (alloc.value() == 0 && free.value() == 0) return;
   p_.memory_.push_back({id, kind, alloc.value(), free.value()});

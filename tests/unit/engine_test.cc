@@ -75,6 +75,40 @@ TEST(Engine, ComputeSlowsFromTheMomentCommunicationStartsBesideIt) {
 }
 
 // A DAG of compute ops only takes exactly its critical path.
+// ProgramBuilder::reserve is a hint: a program built with room reserved
+// too small, too large or not at all is the same program.
+TEST(Engine, ReservingRoomLeavesTheProgramAsItIs) {
+  auto build = [](size_t reserve_at, size_t room) {
+    ProgramBuilder b;
+    b.add_stream("compute");
+    b.add_stream("comm");
+    for (size_t i = 0; i < 200; ++i) {
+      if (i == reserve_at) b.reserve(room);
+      Op o;
+      o.stream = static_cast<StreamId>(i % 3 == 0 ? 1 : 0);
+      o.layer = static_cast<int32_t>(i);
+      const auto prev = static_cast<OpId>(i / 2);
+      if (i == 0) {
+        b.add(o);
+      } else {
+        b.add(o, {prev, kNoOp, prev});
+      }
+    }
+    return std::move(b).finish();
+  };
+  const Program plain = build(1000, 0);
+  for (const auto& [at, room] : std::vector<std::pair<size_t, size_t>>{{0, 10}, {1, 100000}, {50, 120}, {199, 1}}) {
+    const Program p = build(at, room);
+    ASSERT_EQ(p.size(), plain.size());
+    for (OpId i = 0; i < p.size(); ++i) {
+      EXPECT_EQ(p.op(i).layer, plain.op(i).layer);
+      EXPECT_EQ(p.op(i).stream, plain.op(i).stream);
+      const auto a = p.deps(i), e = plain.deps(i);
+      EXPECT_TRUE(std::equal(a.begin(), a.end(), e.begin(), e.end())) << "op " << i;
+    }
+  }
+}
+
 TEST(Engine, ComputeOnlyDagTakesItsCriticalPath) {
   ProgramBuilder b;
   b.add_stream("a");

@@ -262,6 +262,13 @@ class ProgramBuilder {
   /// The next op added on stream `s` also depends on `dep` (kNoOp: none);
   /// the ops after it follow it in stream order.
   void gate_next(StreamId s, OpId dep) { gate_[s] = dep; }
+  /// Ops added so far.
+  size_t size() const { return p_.ops_.size(); }
+  /// Room for `ops` ops in all, and for their dependencies at the rate of
+  /// the ops added so far, so that the arrays are not copied as they grow
+  /// (a 405B pipeline stage holds 10^5 ops: growing by doubling copied
+  /// and first-touched them twice; docs/performance.md). A hint only.
+  void reserve(size_t ops);
   Program finish() &&;
 
  private:
