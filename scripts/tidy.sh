@@ -43,8 +43,23 @@ import json, os, re, shlex, subprocess, sys
 entries, out = json.load(open(sys.argv[1])), sys.argv[2]
 tracked = subprocess.run(["git", "ls-files", "*.cc"], capture_output=True, text=True, check=True).stdout.split()
 wanted = {os.path.realpath(f) for f in tracked if not f.startswith(("tests/", "realexec/cuda/"))}
+# A unity build (scripts/build.sh) lists its batches, not its sources: each
+# batch file's includes are its sources, in order, with its command.
+def target_of(e):
+    m = re.search(r"-o (\S+?\.dir)/", e["command"])
+    return m.group(1) if m else ""
+def unity_index(e):
+    m = re.search(r"/Unity/unity_(\d+)_cxx\.cxx$", e["file"])
+    return int(m.group(1)) if m else -1
+sources = []
+for e in sorted(entries, key=lambda e: (target_of(e), unity_index(e))):
+    if unity_index(e) < 0:
+        sources.append(e)
+        continue
+    for f in re.findall(r'^#include "([^"]+)"', open(e["file"]).read(), re.M):
+        sources.append(dict(e, file=f, command=e["command"].replace(e["file"], f)))
 targets = {}  # target object folder -> [entry], in the build's order
-for e in entries:
+for e in sources:
     if os.path.realpath(e["file"]) not in wanted:
         continue
     target = re.search(r"-o (\S+?\.dir)/", e["command"]).group(1)
