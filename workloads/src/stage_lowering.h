@@ -192,50 +192,8 @@ class StageLowering {
     }
   }
 
-  Program run() {
-    const int64_t mbs = p_.microbatches();
-    gather_params_at_start();
-    const PipelineSchedule sched = p_.pp == 1 ? PipelineSchedule::kOneFOneB : p_.schedule;
-    const std::vector<PipelineStep> steps = pipeline_steps(sched, p_.pp, stage_, mbs, v_chunks_);
-    const auto forwards = static_cast<size_t>(
-        std::count_if(steps.begin(), steps.end(), [](const PipelineStep& st) { return st.forward; }));
-    // After the first backward, the program's size is extrapolated and
-    // reserved, so that its arrays are not copied as they grow: every step
-    // is one chunk's forward or backward of one microbatch; the forwards so
-    // far give the ops of a forward, and the first backward against its
-    // chunk's forward the ratio of a backward to a forward (a chunk holds
-    // more layers than another, or an embedding or a head), with a quarter
-    // to spare (what is reserved and not used is never touched).
-    std::vector<size_t> chunk_ops(static_cast<size_t>(v_chunks_), 0), chunk_forwards(chunk_ops.size(), 0);
-    size_t forward_ops = 0, done = 0;  // forward ops and steps before the first backward
-    for (const PipelineStep& st : steps) {
-      const bool last = &st == &steps.back();
-      const size_t before = b_.size();
-      const auto c = static_cast<size_t>(st.chunk);
-      mb_ = st.microbatch;
-      if (st.forward) {
-        forward(st.chunk);
-        chunk_ops[c] += b_.size() - before;
-        ++chunk_forwards[c];
-        forward_ops += b_.size() - before;
-        ++done;
-        continue;
-      }
-      backward(st.chunk, st.microbatch == mbs - 1);
-      if (!reserved_ && done > 0 && chunk_forwards[c] > 0 && !last) {
-        reserved_ = true;
-        const double per_forward = static_cast<double>(forward_ops) / static_cast<double>(done);
-        const double ratio = static_cast<double>(b_.size() - before) * static_cast<double>(chunk_forwards[c]) /
-                             static_cast<double>(std::max<size_t>(1, chunk_ops[c]));
-        const double total =
-            static_cast<double>(before - forward_ops) +
-            per_forward * (static_cast<double>(forwards) + ratio * static_cast<double>(steps.size() - forwards));
-        b_.reserve(static_cast<size_t>(total * 1.25));
-      }
-    }
-    optimizer();
-    return std::move(b_).finish();
-  }
+  /// The stage's program: its pipeline steps, then the optimizer (lower_train.cc).
+  Program run();
 
  private:
   // ---- chunk structure -------------------------------------------------------
@@ -679,7 +637,6 @@ class StageLowering {
   const ChunkLayout& layout_;
   const int64_t stage_;
   ProgramBuilder b_;
-  bool reserved_ = false;  ///< run() has reserved the program's ops
   /// d_: each query and key head's width; dv_: each value and output
   /// head's (they differ under MLA).
   int64_t t_, T_, Ts_, a_, kv_, d_, dv_, h_, f_, up_n_, v_;
