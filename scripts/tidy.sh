@@ -62,8 +62,7 @@ targets = {}  # target object folder -> [entry], in the build's order
 for e in sources:
     if os.path.realpath(e["file"]) not in wanted:
         continue
-    target = re.search(r"-o (\S+?\.dir)/", e["command"]).group(1)
-    targets.setdefault((e["directory"], target), []).append(e)
+    targets.setdefault((e["directory"], target_of(e)), []).append(e)
 batches = []
 for (directory, target), members in targets.items():
     for i in range(0, len(members), 16):

@@ -9,6 +9,8 @@
 // Every op's FLOPs are 2·M·N·K for a matmul (Narayanan et al. 2021) and the
 // causal attention count for attention; HBM bytes are what the kernel must
 // read and write at its dtype.
+#include <numeric>
+
 #include "stage_lowering.h"
 
 namespace shardsim {
@@ -30,10 +32,8 @@ Program StageLowering::run() {
   // more layers than another, or an embedding or a head), with a quarter
   // to spare (what is reserved and not used is never touched).
   std::vector<size_t> chunk_ops(static_cast<size_t>(v_chunks_), 0), chunk_forwards(chunk_ops.size(), 0);
-  size_t forward_ops = 0, done = 0;  // forward ops and steps before the first backward
   bool reserved = false;
   for (const PipelineStep& st : steps) {
-    const bool last = &st == &steps.back();
     const size_t before = b_.size();
     const auto c = static_cast<size_t>(st.chunk);
     mb_ = st.microbatch;
@@ -41,13 +41,13 @@ Program StageLowering::run() {
       forward(st.chunk);
       chunk_ops[c] += b_.size() - before;
       ++chunk_forwards[c];
-      forward_ops += b_.size() - before;
-      ++done;
       continue;
     }
     backward(st.chunk, st.microbatch == mbs - 1);
-    if (!reserved && done > 0 && chunk_forwards[c] > 0 && !last) {
+    if (!reserved && chunk_forwards[c] > 0 && &st != &steps.back()) {
       reserved = true;
+      const auto sum = [](const std::vector<size_t>& v) { return std::accumulate(v.begin(), v.end(), size_t{0}); };
+      const size_t forward_ops = sum(chunk_ops), done = sum(chunk_forwards);
       const double per_forward = static_cast<double>(forward_ops) / static_cast<double>(done);
       const double ratio = static_cast<double>(b_.size() - before) * static_cast<double>(chunk_forwards[c]) /
                            static_cast<double>(std::max<size_t>(1, chunk_ops[c]));

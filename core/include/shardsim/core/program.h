@@ -265,7 +265,7 @@ class ProgramBuilder {
   /// Ops added so far.
   size_t size() const { return p_.ops_.size(); }
   /// Room for `ops` ops in all, and for their dependencies at the rate of
-  /// the ops added so far, so that the arrays are not copied as they grow
+  /// the ops added so far plus one in eight, so that the arrays are not copied as they grow
   /// (a 405B pipeline stage holds 10^5 ops: growing by doubling copied
   /// and first-touched them twice; docs/performance.md). A hint only.
   void reserve(size_t ops);
