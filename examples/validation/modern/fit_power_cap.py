@@ -11,7 +11,7 @@ named parameter of this hardware profile, fitted here and reported as fitted: it
 h100-sxm-96g preset does not carry it.
 
 The fitted rows are the development rows of that hardware without context parallelism when the fit was
-made (make_scenarios.py, POWER_CAP_FIT_ROWS: r0486-r0489 and r0493-r0495, Llama 3 8B on 8 and 128 GPUs);
+made (families/common.py, POWER_CAP_FIT_ROWS: r0486-r0489 and r0493-r0495, Llama 3 8B on 8 and 128 GPUs);
 they carry "fitted": true in their "published" object. The other development rows of that hardware (the CP
 rows r0490-r0492, and r0500-r0503, moved to development later) are printed, not fitted: the CP rows' error
 grows with the CP degree, a cost the scale must not absorb. Held-out rows are not read here; `shardsim
