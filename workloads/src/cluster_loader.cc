@@ -314,11 +314,11 @@ FatTreeSpec parse_graph_fabric(ObjectReader& r, const Json& j, const ChipSpec& c
 
 }  // namespace
 
-ClusterSpec parse_cluster(const Json& j, const std::string& file) {
-  if (j.is_string()) return parse_cluster(preset_json("cluster", j.get<std::string>(), file, "/cluster"), file);
-  ObjectReader r(j, file, "/cluster");
+ClusterSpec parse_cluster(const Json& j, const std::string& file, const std::string& ptr) {
+  if (j.is_string()) return parse_cluster(preset_json("cluster", j.get<std::string>(), file, ptr), file, ptr);
+  ObjectReader r(j, file, ptr);
   ClusterSpec c;
-  c.chip = parse_chip(r.raw("chip"), file, "/cluster/chip");
+  c.chip = parse_chip(r.raw("chip"), file, r.path("chip"));
   c.devices = r.positive_int("devices");
   if (c.devices > kMaxDevices) r.fail("devices", "at most " + std::to_string(kMaxDevices) + " devices are supported");
   r.string("source", "");
@@ -333,7 +333,7 @@ ClusterSpec parse_cluster(const Json& j, const std::string& file) {
       r.fail("calibration", "cannot read the profile " + path + " (shardsim calibrate writes one)");
     c.calibration = load_calibration(path);
   }
-  ObjectReader f(r.raw("fabric"), file, "/cluster/fabric");
+  ObjectReader f(r.raw("fabric"), file, r.path("fabric"));
   const std::string kind = f.choice("kind", {"torus", "nvswitch_fat_tree", "shared_memory", "graph"}, "");
   if (kind == "graph") {
     c.fabric = FabricKind::kGraph;

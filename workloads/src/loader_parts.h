@@ -29,8 +29,9 @@ Json preset_json(const std::string& kind, const std::string& name, const std::st
 /// A model preset, by name; an unknown name is an input error at `ptr`
 /// (scenario_loader.cc).
 ModelSpec model_preset(const std::string& name, const std::string& file, const std::string& ptr);
-/// The scenario's "cluster" object or preset name (cluster_loader.cc).
-ClusterSpec parse_cluster(const Json& j, const std::string& file);
+/// The scenario's "cluster" object or preset name at `ptr`, or with ptr "" a bare cluster
+/// object (a cluster file), its fields named from its root (cluster_loader.cc).
+ClusterSpec parse_cluster(const Json& j, const std::string& file, const std::string& ptr = "/cluster");
 /// The scenario's "serving" object (serving_loader.cc).
 ServingSpec parse_serving(const Json& j, const std::string& file, const Scenario& sc);
 

@@ -471,10 +471,8 @@ ClusterSpec parse_cluster_text(const std::string& text, const std::string& name,
                                const std::vector<Override>& overrides) {
   Json root = load_root(text, name, overrides);
   if (root.contains("cluster")) return parse_cluster(root["cluster"], name);
-  // A bare cluster object: reuse the cluster parser with its own pointer.
-  Json wrapped = Json::object();
-  wrapped["cluster"] = root;
-  return parse_cluster(wrapped["cluster"], name);
+  // A bare cluster object: its fields named from its own root (/devices).
+  return parse_cluster(root, name, "");
 }
 
 std::unique_ptr<Topology> build_topology(const ClusterSpec& c) {
