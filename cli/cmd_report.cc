@@ -25,9 +25,7 @@ int cmd_report(const std::vector<std::string>& args) {
   if (file.empty()) throw UsageError("report: expected a scenario file (shardsim --help)");
   if (out.empty()) throw UsageError("report: expected --out FILE.html");
   const Scenario s = load_scenario(file, sets);
-  write_step_report(
-      s, out,
-      "shardsim report: " + s.model.name + " on " + std::to_string(s.cluster.devices) + " x " + s.cluster.chip.name);
+  write_step_report(s, out, step_report_title(s));
   std::printf("report written to %s\n", out.c_str());
   return 0;
 }

@@ -25,11 +25,14 @@ void write_out(const std::string& file, const std::string& text) {
 
 int cmd_topology(const std::vector<std::string>& args) {
   std::string input, dot, graphml;
+  bool json = false;
   std::vector<Override> sets;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--check") {
       // the default: check and summarise
+    } else if (a == "--json") {
+      json = true;
     } else if (a == "--dot") {
       dot = take_value(args, i);
     } else if (a == "--graphml") {
@@ -46,10 +49,16 @@ int cmd_topology(const std::vector<std::string>& args) {
   }
   if (input.empty())
     throw UsageError("topology: expected a graph file, scenario, cluster file or preset (shardsim --help)");
+  // One thing on standard output: the summary, or one graph.
+  const bool graph_out = dot == "-" || graphml == "-";
+  if (dot == "-" && graphml == "-") throw UsageError("topology: --dot - and --graphml - would mix on standard output");
+  if (graph_out && json) throw UsageError("topology: --json and a graph on standard output (-) would mix");
   const FabricGraph g = load_fabric_graph(input, sets);
   if (!dot.empty()) write_out(dot, fabric_dot(g));
   if (!graphml.empty()) write_out(graphml, fabric_graphml(g));
-  if (dot != "-" && graphml != "-") std::fputs(fabric_summary_text(input, g).c_str(), stdout);
+  if (graph_out) return 0;
+  const FabricSummary sum = summarize_fabric(input, g);
+  std::fputs((json ? fabric_summary_json(sum) : fabric_summary_text(sum)).c_str(), stdout);
   return 0;
 }
 

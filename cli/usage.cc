@@ -86,13 +86,14 @@ Usage:
       --factor K           the speed-up of every lever (default 2)
       --jobs J             simulations at once (default: all cores)
 
-  shardsim topology FILE|SCENARIO|CLUSTER [--check] [--graphml OUT] [--dot OUT]
-                    [--set PATH=VALUE]...
+  shardsim topology FILE|SCENARIO|CLUSTER [--check] [--json] [--graphml OUT]
+                    [--dot OUT] [--set PATH=VALUE]...
       Check a fabric graph file (GraphML or DOT: devices ranked 0..n-1, links
       with bw_GBps per direction, every device reachable), or build the graph
       of a scenario's or cluster's fabric (fat tree, torus, graph), and print
       its devices, switches, links by kind and rate, NVLink domains and the
-      longest route from device 0. --graphml / --dot write it (- for stdout).
+      longest route from device 0 (--json: as one object). --graphml / --dot
+      write it (- for stdout, without the summary).
       Graph fabrics: cluster.fabric {"kind": "graph", "file": F} or
       {"kind": "graph", "generate": fat_tree|nvl72|multi_plane|rail_only|
       dragonfly} (docs/topology.md).

@@ -18,12 +18,15 @@
 #include "shardsim/app/collective.h"
 #include "shardsim/app/compare.h"
 #include "shardsim/app/evidence.h"
+#include "shardsim/app/fabric.h"
+#include "shardsim/app/report.h"
 #include "shardsim/app/search.h"
 #include "shardsim/app/serve.h"
 #include "shardsim/app/step.h"
 #include "shardsim/app/sweep.h"
 #include "shardsim/app/validation.h"
 #include "shardsim/app/whatif.h"
+#include "shardsim/core/atomic_file.h"
 #include "shardsim/core/error.h"
 #include "shardsim/viz/result_json.h"
 #include "shardsim/workloads/presets.h"
@@ -169,6 +172,36 @@ std::string py_whatif(const std::string& scenario, bool is_path, const Pairs& ov
   return whatif_json(what_if(load(scenario, is_path, overrides), opt));
 }
 
+/// `fabric` as collective() takes a cluster (kind 0: a path or preset
+/// name, where a graph file is also taken; 1: scenario JSON text; 2:
+/// cluster JSON text); writes the graph as DOT and GraphML where asked.
+std::string py_topology(const std::string& fabric, int kind, const Pairs& overrides, const std::string& dot,
+                        const std::string& graphml) {
+  py::gil_scoped_release release;
+  FabricGraph g;
+  if (kind == 0) {
+    g = load_fabric_graph(fabric, overrides_of(overrides));
+  } else if (kind == 1) {
+    g = cluster_graph(parse_scenario(fabric, "<dict>", overrides_of(overrides)).cluster);
+  } else {
+    g = cluster_graph(parse_cluster_text(fabric, "<dict>", overrides_of(overrides)));
+  }
+  auto write = [](const std::string& file, const std::string& text) {
+    std::string err;
+    if (!write_file_atomic(file, text, err)) throw UsageError(err);
+  };
+  if (!dot.empty()) write(dot, fabric_dot(g));
+  if (!graphml.empty()) write(graphml, fabric_graphml(g));
+  return fabric_summary_json(summarize_fabric(kind == 0 ? fabric : "<dict>", g));
+}
+
+std::string py_report(const std::string& scenario, bool is_path, const Pairs& overrides, const std::string& out) {
+  py::gil_scoped_release release;
+  const Scenario s = load(scenario, is_path, overrides);
+  write_step_report(s, out, step_report_title(s));
+  return out;
+}
+
 /// The record is the one embedded at build time unless `record` names a file.
 std::string py_evidence(const std::string& scenario, bool is_path, const Pairs& overrides, const std::string& record) {
   py::gil_scoped_release release;
@@ -237,6 +270,8 @@ PYBIND11_MODULE(_shardsim, m) {
   m.def("whatif", &py_whatif);
   m.def("evidence", &py_evidence);
   m.def("export_chakra", &py_export_chakra);
+  m.def("topology", &py_topology);
+  m.def("report", &py_report);
   m.def("presets", &py_presets);
   m.def("preset", &py_preset);
 }

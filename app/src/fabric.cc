@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "output.h"
 #include "shardsim/core/error.h"
@@ -56,37 +58,69 @@ FabricGraph load_fabric_graph(const std::string& input, const std::vector<Overri
   return cluster_graph(load_cluster(input, overrides));  // a preset name (or says what is missing)
 }
 
-std::string fabric_summary_text(const std::string& name, const FabricGraph& g) {
+FabricSummary summarize_fabric(const std::string& name, const FabricGraph& g) {
   GraphFabricSpec spec;
   spec.graph = std::make_shared<FabricGraph>(g);
   const auto topo = make_graph_fabric(spec);
-  std::string out;
-  const int64_t devices = g.devices();
-  detail::appendf(out, "fabric  %s\n", name.c_str());
-  detail::appendf(out, "  nodes              %lld devices, %lld switches\n", static_cast<long long>(devices),
-                  static_cast<long long>(static_cast<int64_t>(g.nodes.size()) - devices));
-  // Links (one direction each) by kind and line rate.
-  std::map<std::pair<int, double>, int64_t> by;
+  FabricSummary s;
+  s.name = name;
+  s.devices = g.devices();
+  s.switches = static_cast<int64_t>(g.nodes.size()) - s.devices;
+  std::map<std::pair<int, double>, int64_t> by;  // (kind, line rate) -> one-way links
   for (const auto& l : g.links) ++by[{static_cast<int>(l.kind), l.bandwidth_GBps}];
-  detail::appendf(out, "  links              %zu one-way\n", g.links.size());
   for (const auto& [key, n] : by) {
-    detail::appendf(out, "    %-8s %10.6g GB/s  x %lld\n",
-                    std::string(to_string(static_cast<LinkKind>(key.first))).c_str(), key.second,
-                    static_cast<long long>(n));
+    s.links.push_back({std::string(to_string(static_cast<LinkKind>(key.first))), key.second, n});
   }
-  int64_t domains = 0;
-  for (int64_t d = 0; d < devices; ++d) domains = std::max(domains, topo->node_of(static_cast<DeviceId>(d)) + 1);
-  detail::appendf(out, "  nvlink domains     %lld (largest %lld devices)\n", static_cast<long long>(domains),
-                  static_cast<long long>(topo->gpus_per_node()));
-  size_t longest = 0;
+  s.one_way_links = static_cast<int64_t>(g.links.size());
+  for (int64_t d = 0; d < s.devices; ++d) {
+    s.nvlink_domains = std::max(s.nvlink_domains, topo->node_of(static_cast<DeviceId>(d)) + 1);
+  }
+  s.largest_domain_devices = topo->gpus_per_node();
   std::vector<LinkId> route;
-  for (int64_t d = 1; d < devices; ++d) {
+  for (int64_t d = 1; d < s.devices; ++d) {
     route.clear();
     topo->route(0, static_cast<DeviceId>(d), route);
-    longest = std::max(longest, route.size());
+    s.max_hops_from_device0 = std::max(s.max_hops_from_device0, static_cast<int64_t>(route.size()));
   }
-  detail::appendf(out, "  routes             device 0 reaches every device in at most %zu hops\n", longest);
+  return s;
+}
+
+std::string fabric_summary_text(const FabricSummary& s) {
+  std::string out;
+  detail::appendf(out, "fabric  %s\n", s.name.c_str());
+  detail::appendf(out, "  nodes              %lld devices, %lld switches\n", static_cast<long long>(s.devices),
+                  static_cast<long long>(s.switches));
+  detail::appendf(out, "  links              %lld one-way\n", static_cast<long long>(s.one_way_links));
+  for (const auto& c : s.links) {
+    detail::appendf(out, "    %-8s %10.6g GB/s  x %lld\n", c.kind.c_str(), c.bandwidth_GBps,
+                    static_cast<long long>(c.count));
+  }
+  detail::appendf(out, "  nvlink domains     %lld (largest %lld devices)\n", static_cast<long long>(s.nvlink_domains),
+                  static_cast<long long>(s.largest_domain_devices));
+  detail::appendf(out, "  routes             device 0 reaches every device in at most %lld hops\n",
+                  static_cast<long long>(s.max_hops_from_device0));
   return out;
+}
+
+std::string fabric_summary_json(const FabricSummary& s) {
+  nlohmann::ordered_json j;
+  j["fabric"] = s.name;
+  j["devices"] = s.devices;
+  j["switches"] = s.switches;
+  j["one_way_links"] = s.one_way_links;
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const auto& c : s.links) {
+    nlohmann::ordered_json l;
+    l["kind"] = c.kind;
+    l["bandwidth_GBps"] = c.bandwidth_GBps;
+    l["count"] = c.count;
+    links.push_back(std::move(l));
+  }
+  j["links"] = std::move(links);
+  j["nvlink_domains"] = s.nvlink_domains;
+  j["largest_domain_devices"] = s.largest_domain_devices;
+  j["max_hops_from_device0"] = s.max_hops_from_device0;
+  return j.dump(2) + "\n";
 }
 
 }  // namespace shardsim

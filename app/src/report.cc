@@ -25,6 +25,10 @@ std::vector<uint32_t> report_devices(const Scenario& s) {
   return out;
 }
 
+std::string step_report_title(const Scenario& s) {
+  return "shardsim report: " + s.model.name + " on " + std::to_string(s.cluster.devices) + " x " + s.cluster.chip.name;
+}
+
 void write_step_report(const Scenario& s, const std::string& out, const std::string& title,
                        std::vector<ReportPlanPoint> plans) {
   SimulateOptions opt;

@@ -36,6 +36,8 @@ __all__ = [
     "sweep",
     "whatif",
     "export_chakra",
+    "report",
+    "topology",
     "validate",
     "compare",
     "evidence",
@@ -252,6 +254,34 @@ def export_chakra(scenario, out, overrides=None, *, prefix="shardsim"):
     or any scenario whose "workload" is a trace, like a scenario file."""
     text, is_path = _scenario(scenario)
     return json.loads(_shardsim.export_chakra(text, is_path, _overrides(overrides), os.fspath(out), str(prefix)))
+
+
+def report(scenario, out, overrides=None):
+    """Writes one self-contained HTML page about the scenario's step to
+    ``out`` (how far to trust it, the time breakdown, a timeline, memory, the
+    roofline), as ``shardsim report --out``; returns ``out``."""
+    text, is_path = _scenario(scenario)
+    return _shardsim.report(text, is_path, _overrides(overrides), os.fspath(out))
+
+
+def topology(fabric, overrides=None, *, dot=None, graphml=None):
+    """The graph of a fabric, checked and summarised: returns the dict of
+    ``shardsim topology --json`` (devices, switches, one-way links by kind and
+    line rate, NVLink domains, the longest route from device 0).
+
+    fabric: a graph file (GraphML or DOT), a cluster preset name, a scenario
+    or cluster file, or a dict (a scenario, or a cluster object). dot,
+    graphml: paths to write the graph to, as ``--dot`` and ``--graphml``.
+    """
+    if isinstance(fabric, dict):
+        text, kind = json.dumps(fabric), (1 if "plan" in fabric else 2)
+    elif isinstance(fabric, (str, os.PathLike)):
+        text, kind = os.fspath(fabric), 0
+    else:
+        raise TypeError("fabric: expected a graph file, a preset name, a path or a dict, got " + type(fabric).__name__)
+    dot = os.fspath(dot) if dot is not None else ""
+    graphml = os.fspath(graphml) if graphml is not None else ""
+    return json.loads(_shardsim.topology(text, kind, _overrides(overrides), dot, graphml))
 
 
 def validate(directory, *, split=None, threads=0):

@@ -291,3 +291,44 @@ def test_export_chakra_then_simulate_the_directory(cli, tmp_path):
     assert back == cli("simulate", str(out), "--json", "--no-timing")
     with pytest.raises(ValueError, match="not an empty directory"):
         shardsim.export_chakra(scenario, out)
+
+
+def test_topology_equals_the_cli_and_a_graph_file_its_fabric(cli, tmp_path):
+    # The preset's built-in fat tree, the same fabric written as GraphML and
+    # read back, and the committed example file: one summary (but the name).
+    got = shardsim.topology("dgx-h100-64", dot=tmp_path / "f.dot", graphml=tmp_path / "f.graphml")
+    assert got == cli("topology", "dgx-h100-64", "--json")
+    assert got["devices"] == 64 and got["nvlink_domains"] == 8 and got["largest_domain_devices"] == 8
+    assert got["one_way_links"] == sum(c["count"] for c in got["links"])
+    assert "fabric {" in (tmp_path / "f.dot").read_text()
+    back = shardsim.topology(tmp_path / "f.graphml")
+    assert {**back, "fabric": ""} == {**got, "fabric": ""}
+    committed = shardsim.topology("examples/fabrics/dgx-h100-64.graphml")
+    assert {**committed, "fabric": ""} == {**got, "fabric": ""}
+
+
+def test_topology_of_a_dict_and_its_errors():
+    with open(LLAMA8) as f:
+        scenario = json.load(f)
+    from_scenario = shardsim.topology(scenario)
+    assert from_scenario["fabric"] == "<dict>"
+    assert from_scenario["devices"] == 64
+    cluster = shardsim.preset("dgx-h100-64")
+    assert {**shardsim.topology(cluster), "fabric": ""} == {**from_scenario, "fabric": ""}
+    with pytest.raises(shardsim.ScenarioError) as info:
+        shardsim.topology({**cluster, "devices": -8})
+    assert info.value.path.startswith("/devices")
+    with pytest.raises(ValueError, match="no-such-cluster"):
+        shardsim.topology("no-such-cluster")
+    with pytest.raises(TypeError):
+        shardsim.topology(64)
+
+
+def test_report_writes_the_page(tmp_path):
+    out = tmp_path / "step.html"
+    assert shardsim.report(LLAMA8, out, {"plan.tp": 2, "plan.dp": 32}) == str(out)
+    page = out.read_text()
+    assert page.lstrip().lower().startswith("<!doctype html>")
+    assert "<title>shardsim report: " in page and " on 64 x h100-sxm" in page
+    with pytest.raises(ValueError):
+        shardsim.report(LLAMA8, tmp_path / "no-such-dir" / "step.html")

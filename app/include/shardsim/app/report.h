@@ -13,6 +13,9 @@ namespace shardsim {
 /// pipeline stage (data-parallel replica 0), at most four.
 std::vector<uint32_t> report_devices(const Scenario& s);
 
+/// The page's title for a scenario's step: "shardsim report: MODEL on N x CHIP".
+std::string step_report_title(const Scenario& s);
+
 /// Simulates `s` with its report devices traced and writes the page to
 /// `out` atomically. Throws UsageError when the file cannot be written.
 void write_step_report(const Scenario& s, const std::string& out, const std::string& title,
