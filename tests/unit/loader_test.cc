@@ -141,3 +141,39 @@ TEST(Loader, EveryPresetParses) {
 
 }  // namespace
 }  // namespace shardsim
+
+namespace shardsim {
+namespace {
+
+// A cluster file is a bare cluster object: its errors name its own paths,
+// and --set reaches into its chip preset as cluster.chip.* does in a
+// scenario, the same cluster either way.
+TEST(Loader, ClusterFileNamesItsOwnPathsAndTakesSetsIntoItsChip) {
+  const char* kCluster = R"({"chip": "h100-sxm", "devices": 16,
+    "fabric": {"kind": "nvswitch_fat_tree", "gpus_per_node": 8, "nic_GBps_per_gpu": 50}})";
+  const ClusterSpec base = parse_cluster_text(kCluster, "c.json");
+  const ClusterSpec set = parse_cluster_text(kCluster, "c.json", {{"chip.hbm_GBps", "4000"}});
+  EXPECT_NE(base.chip.hbm_bandwidth.value(), set.chip.hbm_bandwidth.value());
+  EXPECT_DOUBLE_EQ(set.chip.hbm_bandwidth.value(), 4000e9);
+  const Scenario in_scenario = testing::scenario(
+      std::string(R"({"model": "llama3-8b", "plan": {"dp": 2, "tp": 8, "global_batch": 2, "seq_len": 2048},
+                      "cluster": )") +
+          kCluster + "}",
+      {{"cluster.chip.hbm_GBps", "4000"}});
+  EXPECT_DOUBLE_EQ(in_scenario.cluster.chip.hbm_bandwidth.value(), set.chip.hbm_bandwidth.value());
+  try {
+    parse_cluster_text(kCluster, "c.json", {{"devices", "-8"}});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_pointer(), "/devices") << e.what();
+  }
+  try {
+    parse_cluster_text(kCluster, "c.json", {{"fabric.lanes", "4"}});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_pointer(), "/fabric/lanes") << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace shardsim

@@ -33,13 +33,17 @@ void expand_if_preset(Json& node, const std::string& kind, const std::string& fi
   if (node.is_string()) node = preset_json(kind, node.get<std::string>(), file, ptr);
 }
 
-std::string kind_of_part(const std::string& parent, const std::string& key) {
+/// The kind of preset the field `key` of the object at `parent` may name:
+/// a scenario's model, cluster and plan, and a cluster's chip (the cluster
+/// at `cluster_ptr`: /cluster in a scenario, the root of a cluster file).
+std::string kind_of_part(const std::string& parent, const std::string& key, const std::string& cluster_ptr) {
   if (parent.empty() && (key == "model" || key == "cluster" || key == "plan")) return key;
-  if (parent == "/cluster" && key == "chip") return "chip";
+  if (parent == cluster_ptr && key == "chip") return "chip";
   return "";
 }
 
-void apply_override(Json& root, const Override& o, const std::string& file) {
+void apply_override(Json& root, const Override& o, const std::string& file,
+                    const std::string& cluster_ptr = "/cluster") {
   const std::string where = "--set " + o.path;
   if (o.path.empty() || o.path.front() == '.' || o.path.back() == '.') {
     throw InputError(file, "", where + ": expected a dotted path such as plan.tp");
@@ -71,7 +75,7 @@ void apply_override(Json& root, const Override& o, const std::string& file) {
       return;
     }
     Json& child = (*node)[key];
-    const std::string kind = kind_of_part(parent, key);
+    const std::string kind = kind_of_part(parent, key, cluster_ptr);
     if (!kind.empty()) expand_if_preset(child, kind, file, ptr);
     if (child.is_null()) child = Json::object();
     node = &child;
@@ -469,10 +473,13 @@ ClusterSpec load_cluster(const std::string& file_or_preset, const std::vector<Ov
 
 ClusterSpec parse_cluster_text(const std::string& text, const std::string& name,
                                const std::vector<Override>& overrides) {
-  Json root = load_root(text, name, overrides);
-  if (root.contains("cluster")) return parse_cluster(root["cluster"], name);
-  // A bare cluster object: its fields named from its own root (/devices).
-  return parse_cluster(root, name, "");
+  Json root = load_root(text, name, {});
+  // A bare cluster object (a cluster file): its fields named from its own
+  // root, --set chip.hbm_GBps reaching into its chip preset as
+  // cluster.chip.hbm_GBps does in a scenario.
+  const bool bare = !root.contains("cluster");
+  for (const auto& o : overrides) apply_override(root, o, name, bare ? "" : "/cluster");
+  return bare ? parse_cluster(root, name, "") : parse_cluster(root["cluster"], name);
 }
 
 std::unique_ptr<Topology> build_topology(const ClusterSpec& c) {
