@@ -137,6 +137,16 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
 
+def _cluster(x, name, expected):
+    """(text, kind) of a cluster given as a preset name or path (kind 0), a
+    scenario dict (1) or a cluster dict (2), as the library takes it."""
+    if isinstance(x, dict):
+        return json.dumps(x), (1 if "plan" in x else 2)
+    if isinstance(x, (str, os.PathLike)):
+        return os.fspath(x), 0
+    raise TypeError(name + ": expected " + expected + ", got " + type(x).__name__)
+
+
 def _bytes(x):
     if isinstance(x, bool):
         raise TypeError("bytes: expected an integer or a size such as '256MiB'")
@@ -171,12 +181,7 @@ def collective(
         sizes = _shardsim.sweep_sizes(_bytes(lo), _bytes(hi), float(factor))
     else:
         sizes = [_bytes(bytes)]
-    if isinstance(cluster, dict):
-        text, kind = json.dumps(cluster), (1 if "plan" in cluster else 2)
-    elif isinstance(cluster, (str, os.PathLike)):
-        text, kind = os.fspath(cluster), 0
-    else:
-        raise TypeError("cluster: expected a preset name, a path or a dict, got " + type(cluster).__name__)
+    text, kind = _cluster(cluster, "cluster", "a preset name, a path or a dict")
     return json.loads(
         _shardsim.collective(
             text,
@@ -273,12 +278,7 @@ def topology(fabric, overrides=None, *, dot=None, graphml=None):
     or cluster file, or a dict (a scenario, or a cluster object). dot,
     graphml: paths to write the graph to, as ``--dot`` and ``--graphml``.
     """
-    if isinstance(fabric, dict):
-        text, kind = json.dumps(fabric), (1 if "plan" in fabric else 2)
-    elif isinstance(fabric, (str, os.PathLike)):
-        text, kind = os.fspath(fabric), 0
-    else:
-        raise TypeError("fabric: expected a graph file, a preset name, a path or a dict, got " + type(fabric).__name__)
+    text, kind = _cluster(fabric, "fabric", "a graph file, a preset name, a path or a dict")
     dot = os.fspath(dot) if dot is not None else ""
     graphml = os.fspath(graphml) if graphml is not None else ""
     return json.loads(_shardsim.topology(text, kind, _overrides(overrides), dot, graphml))
