@@ -72,10 +72,14 @@ FabricSummary summarize_fabric(const std::string& name, const FabricGraph& g) {
     s.links.push_back({std::string(to_string(static_cast<LinkKind>(key.first))), key.second, n});
   }
   s.one_way_links = static_cast<int64_t>(g.links.size());
-  for (int64_t d = 0; d < s.devices; ++d) {
+  // NVLink domains only where there is NVLink: a torus's devices are each
+  // their own "node" to the simulator, which is no domain.
+  const bool nvlink =
+      std::any_of(g.links.begin(), g.links.end(), [](const auto& l) { return l.kind == LinkKind::kNvlink; });
+  for (int64_t d = 0; d < s.devices && nvlink; ++d) {
     s.nvlink_domains = std::max(s.nvlink_domains, topo->node_of(static_cast<DeviceId>(d)) + 1);
   }
-  s.largest_domain_devices = topo->gpus_per_node();
+  s.largest_domain_devices = nvlink ? topo->gpus_per_node() : 0;
   std::vector<LinkId> route;
   for (int64_t d = 1; d < s.devices; ++d) {
     route.clear();
@@ -95,8 +99,12 @@ std::string fabric_summary_text(const FabricSummary& s) {
     detail::appendf(out, "    %-8s %10.6g GB/s  x %lld\n", c.kind.c_str(), c.bandwidth_GBps,
                     static_cast<long long>(c.count));
   }
-  detail::appendf(out, "  nvlink domains     %lld (largest %lld devices)\n", static_cast<long long>(s.nvlink_domains),
-                  static_cast<long long>(s.largest_domain_devices));
+  if (s.nvlink_domains == 0) {
+    detail::appendf(out, "  nvlink domains     none (no NVLink links)\n");
+  } else {
+    detail::appendf(out, "  nvlink domains     %lld (largest %lld devices)\n", static_cast<long long>(s.nvlink_domains),
+                    static_cast<long long>(s.largest_domain_devices));
+  }
   detail::appendf(out, "  routes             device 0 reaches every device in at most %lld hops\n",
                   static_cast<long long>(s.max_hops_from_device0));
   return out;

@@ -51,7 +51,7 @@ TEST(FabricSummary, RailOptimizedFatTreeMatchesItsClosedForm) {
   }
 }
 
-TEST(FabricSummary, TorusHasNoSwitchesAndItsDiameterFromDeviceZero) {
+TEST(FabricSummary, TorusHasNoSwitchesNoNvlinkDomainAndItsDiameterFromDeviceZero) {
   const ClusterSpec c = parse_cluster_text(
       R"({"chip": "tpu-v4", "devices": 64, "fabric": {"kind": "torus", "dims": [4, 4, 4], "wraparound": [true, true, true]}})",
       "<test>");
@@ -61,6 +61,9 @@ TEST(FabricSummary, TorusHasNoSwitchesAndItsDiameterFromDeviceZero) {
   // Six neighbours a device, one link each way: 6 one-way links out of each.
   EXPECT_EQ(s.one_way_links, 64 * 6);
   EXPECT_EQ(count_of(s, "ici"), 64 * 6);
+  EXPECT_EQ(s.nvlink_domains, 0);
+  EXPECT_EQ(s.largest_domain_devices, 0);
+  EXPECT_NE(fabric_summary_text(s).find("nvlink domains     none"), std::string::npos);
   // With wraparound a device is at most 4 / 2 hops away along each axis.
   EXPECT_EQ(s.max_hops_from_device0, 3 * 2);
 }

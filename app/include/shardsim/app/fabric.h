@@ -22,7 +22,8 @@ FabricGraph load_fabric_graph(const std::string& input, const std::vector<Overri
 
 /// What `topology` reports of a fabric: its nodes, its one-way links by
 /// kind and line rate, its NVLink domains (as the simulator groups devices:
-/// Topology::node_of) and the longest route from device 0 (links crossed).
+/// Topology::node_of; none, 0, without NVLink links) and the longest route
+/// from device 0 (links crossed).
 struct FabricSummary {
   std::string name;
   int64_t devices = 0;
