@@ -27,7 +27,7 @@ int cmd_compare(const std::vector<std::string>& args) {
       files.push_back(a);
     }
   }
-  if (files.size() != 2) throw UsageError("compare: expected PREDICTED.json MEASURED.json (shardsim --help)");
+  if (files.size() != 2) throw UsageError("compare: expected PREDICTED.json MEASURED.json (shardsim compare --help)");
   const StepComparison c = compare_step_files(files[0], files[1]);
   if (!report.empty()) write_comparison_report(c, "shardsim compare: " + files[0] + " against " + files[1], report);
   std::fputs((json ? comparison_json(c) : comparison_text(c)).c_str(), stdout);

@@ -31,7 +31,7 @@ int cmd_evidence(const std::vector<std::string>& args) {
       take_scenario_file("evidence", a, file);
     }
   }
-  if (file.empty()) throw UsageError("evidence: expected a scenario file (shardsim --help)");
+  if (file.empty()) throw UsageError("evidence: expected a scenario file (shardsim evidence --help)");
   const Scenario s = load_scenario(file, sets);
   const Evidence e = record.empty()
                          ? find_evidence(s, embedded_accuracy_record(), "the accuracy record embedded at build time")

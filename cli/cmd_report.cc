@@ -22,7 +22,7 @@ int cmd_report(const std::vector<std::string>& args) {
       take_scenario_file("report", a, file);
     }
   }
-  if (file.empty()) throw UsageError("report: expected a scenario file (shardsim --help)");
+  if (file.empty()) throw UsageError("report: expected a scenario file (shardsim report --help)");
   if (out.empty()) throw UsageError("report: expected --out FILE.html");
   const Scenario s = load_scenario(file, sets);
   write_step_report(s, out, step_report_title(s));

@@ -55,7 +55,7 @@ int cmd_run(const std::vector<std::string>& args) {
       take_scenario_file("run", a, file);
     }
   }
-  if (file.empty()) throw UsageError("run: expected a scenario file (shardsim --help)");
+  if (file.empty()) throw UsageError("run: expected a scenario file (shardsim run --help)");
   const bool cuda = opt.backend == "cuda";
   const std::string rank_name = cuda ? "shardsim-rank-cuda" : "shardsim-rank";
   if (cuda) cuda_rank_program(&opt.cuda_devices);

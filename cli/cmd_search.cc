@@ -87,7 +87,7 @@ int run_search(const std::vector<std::string>& args, const SearchHooks& hooks) {
       take_scenario_file("search", a, file);
     }
   }
-  if (file.empty()) throw UsageError("search: expected a scenario file (shardsim --help)");
+  if (file.empty()) throw UsageError("search: expected a scenario file (shardsim search --help)");
   if (devices > 0) sets.push_back({"cluster.devices", std::to_string(devices)});
   const Scenario base = load_scenario(file, sets);
   if (base.plan.inference()) {

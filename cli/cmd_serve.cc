@@ -28,7 +28,7 @@ int cmd_serve(const std::vector<std::string>& args) {
       take_scenario_file("serve", a, file);
     }
   }
-  if (file.empty()) throw UsageError("serve: expected a scenario file (shardsim --help)");
+  if (file.empty()) throw UsageError("serve: expected a scenario file (shardsim serve --help)");
   const Scenario s = load_scenario(file, sets);
   ServeSummary sum = run_serving(s);
   if (no_timing) sum.wall_s = 0;

@@ -59,7 +59,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       take_scenario_file("simulate", a, file);
     }
   }
-  if (file.empty()) throw UsageError("simulate: expected a scenario file (shardsim --help)");
+  if (file.empty()) throw UsageError("simulate: expected a scenario file (shardsim simulate --help)");
   if (trace_devices_given && trace_file.empty()) throw UsageError("--trace-devices: needs --trace FILE");
   Scenario s = load_scenario(file, sets);
   if (retime) {

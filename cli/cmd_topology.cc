@@ -48,7 +48,7 @@ int cmd_topology(const std::vector<std::string>& args) {
     }
   }
   if (input.empty())
-    throw UsageError("topology: expected a graph file, scenario, cluster file or preset (shardsim --help)");
+    throw UsageError("topology: expected a graph file, scenario, cluster file or preset (shardsim topology --help)");
   // One thing on standard output: the summary, or one graph.
   const bool graph_out = dot == "-" || graphml == "-";
   if (dot == "-" && graphml == "-") throw UsageError("topology: --dot - and --graphml - would mix on standard output");

@@ -56,7 +56,7 @@ int cmd_whatif(const std::vector<std::string>& args) {
       take_scenario_file("whatif", a, file);
     }
   }
-  if (file.empty()) throw UsageError("whatif: expected a scenario file (shardsim --help)");
+  if (file.empty()) throw UsageError("whatif: expected a scenario file (shardsim whatif --help)");
   const Scenario s = load_scenario(file, sets);
   const WhatIfResult r = what_if(s, opt);
   std::fputs((json ? whatif_json(r) : whatif_text(r)).c_str(), stdout);

@@ -36,5 +36,8 @@ int cmd_topology(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_chakra(const std::vector<std::string>& args);
 extern const char* const kUsage;
+/// The part of kUsage about `cmd` (its synopsis lines and their text) under
+/// a "Usage:" line, with the exit statuses; empty for an unknown command.
+std::string command_usage(const std::string& cmd);
 
 }  // namespace shardsim::cli

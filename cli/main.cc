@@ -1,5 +1,6 @@
 // shardsim: the command-line entry point. Parses the subcommand, runs it and
 // maps errors to exit codes: 2 for bad input or usage, 1 for anything else.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -12,9 +13,28 @@
 int main(int argc, char** argv) {
   using namespace shardsim;
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+  const bool help = !args.empty() && args[0] == "help";
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || (help && args.size() == 1)) {
     std::fputs(cli::kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
+  }
+  // `shardsim help CMD` and `shardsim CMD ... --help` print CMD's part of
+  // the usage (an option's value is never "--help" or "-h").
+  const bool asks_help = help || std::any_of(args.begin() + 1, args.end(),
+                                             [](const std::string& a) { return a == "--help" || a == "-h"; });
+  if (asks_help) {
+    const std::string& about = help ? args[1] : args[0];
+    const std::string text = cli::command_usage(about);
+    if (help && args.size() > 2) {
+      std::fprintf(stderr, "shardsim: error: help: expected one command name, e.g. shardsim help simulate\n");
+      return 2;
+    }
+    if (text.empty()) {
+      std::fprintf(stderr, "shardsim: error: unknown command \"%s\" (try shardsim --help)\n", about.c_str());
+      return 2;
+    }
+    std::fputs(text.c_str(), stdout);
+    return 0;
   }
   if (args[0] == "--version") {
     std::puts("shardsim " SHARDSIM_VERSION);

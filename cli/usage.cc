@@ -1,5 +1,8 @@
 #include "commands.h"
 
+#include <sstream>
+#include <string>
+
 namespace shardsim::cli {
 
 const char* const kUsage = R"(shardsim: predict how a Transformer training or inference step runs on a cluster.
@@ -167,7 +170,8 @@ Usage:
       and a paged KV cache, under an engine's policy (generic, vllm, sglang,
       trtllm: chunked and mixed batches, output reservation, prefix caching
       of shared prompt prefixes, their limits); optional speculative
-      decoding and prefill/decode disaggregation. Every distinct iteration is lowered and simulated.
+      decoding and prefill/decode disaggregation. Every distinct iteration
+      is lowered and simulated.
       Prints time to first token, time per output token, inter-token
       latency and end-to-end latency at p50/p90/p99, throughput, KV cache
       use and prefix-cache hits. The same seed gives the same output.
@@ -253,5 +257,35 @@ Usage:
 Exit status: 0 success, 2 bad input or usage (one line on stderr naming the
 file and JSON path), 1 internal error.
 )";
+
+std::string command_usage(const std::string& cmd) {
+  // kUsage lists the commands in paragraphs: a blank line, then lines
+  // "  shardsim NAME ..." (one or more of one command) and the deeper-
+  // indented text about them; an unindented line ("Exit status:") ends the
+  // list. A command's usage is its paragraphs, in order.
+  std::istringstream in(kUsage);
+  const std::string header = "  shardsim ";
+  std::string line, out, paragraph;
+  bool after_blank = false;
+  bool ours = false;
+  while (std::getline(in, line)) {
+    const bool starts = after_blank && line.rfind(header, 0) == 0;
+    const bool ends = !line.empty() && line[0] != ' ' && line.back() != ':';
+    if (starts || ends) {
+      if (ours) out += paragraph;
+      paragraph.clear();
+      const std::string rest = starts ? line.substr(header.size()) : std::string();
+      ours = starts && (rest == cmd || rest.rfind(cmd + " ", 0) == 0);
+    }
+    paragraph += line + "\n";
+    after_blank = line.empty() || (line[0] != ' ' && line.back() == ':');
+  }
+  if (ours) out += paragraph;
+  if (out.empty()) return {};
+  while (out.size() >= 2 && out.compare(out.size() - 2, 2, "\n\n") == 0) out.pop_back();
+  return "Usage:\n" + out + "\n" +
+         "Exit status: 0 success, 2 bad input or usage, 1 internal error.\n"
+         "shardsim --help lists every command.\n";
+}
 
 }  // namespace shardsim::cli
