@@ -134,10 +134,9 @@ TT_FAMILY_NOTES = {
                     "is off (config_manager.py:542-550): off is used"),
     "tt2412_cp": ("torchtitan 9dec370, Table 2 ({bd}:31-38): dp_shard x cp = {dp} x {cp}, local batch 1, full AC "
                   "(command line; toml selective), compile, float8 tensorwise (FSDP float8 all-gather not stated: "
-                  "default off); CP rotate method allgather and load balancing (defaults). Conflict (notes/pytorch.md "
-                  "4.1 F2): torchtitan shards parameters over dp_shard*cp = 8 ranks (FSDP mesh dp_shard_cp, "
-                  "parallelize_llama.py:79-94), shardsim's zero 3 shards over dp = {dp} only: not expressible, the "
-                  "difference is left"),
+                  "default off); CP rotate method allgather and load balancing (defaults). torchtitan shards parameters "
+                  "over dp_shard*cp = 8 ranks (FSDP mesh dp_shard_cp, parallelize_llama.py:79-94), as shardsim's "
+                  "zero 3 does over dp x cp (notes/pytorch.md 4.1 F2 took it for inexpressible)"),
     "tt2412_2d": ("torchtitan 9dec370, Table 4 ({bd}:48-53): TP 8 x FSDP 32, local batch 16 (command line; toml 8), "
                   "full AC (toml :53-54), compile, float8 tensorwise with float8 TP styles (FSDP float8 all-gather "
                   "not stated: default off), sequence parallel on the norms, loss parallel (not modelled); async TP "
@@ -152,8 +151,9 @@ TT_FAMILY_NOTES = {
     "tt2412_4d": ("torchtitan 9dec370, Table 6 ({bd}:62-69): TP 8, PP 8 1F1B, dp_shard x cp = {dp} x {cp}, local "
                   "batch 8 = 8 microbatches of 1 sequence; global batch not stated: dp_shard x 8 is written; float8 "
                   "tensorwise + FSDP float8 all-gather, async TP, full AC, compile; CP allgather with load balancing; "
-                  "auto split 15,16x6,15; mesh with pp outermost. Conflict (notes/pytorch.md 4.1 F5): parameters are "
-                  "sharded over dp_shard*cp = 8 ranks in torchtitan, over dp = {dp} in shardsim (not expressible)"),
+                  "auto split 15,16x6,15; mesh with pp outermost. Parameters are sharded over dp_shard*cp = 8 ranks "
+                  "in torchtitan, as shardsim's zero 3 does over dp x cp (notes/pytorch.md 4.1 F5 took it for "
+                  "inexpressible)"),
     "trainy": ("torchtitan e7c0cae (torch 2.8.0a0, torchao 0afa4c1), Trainy H200 "
                "(pytorch/torchtitan@cbccb3878:benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md:18-36): local "
                "batch 2, compile, float8 tensorwise with FSDP float8 all-gather and precomputed scales "
