@@ -15,15 +15,15 @@ namespace {
 
 /// The plan whose one-stage program stands for `p`'s layers: one pipeline
 /// stage and one microbatch; data parallelism only as wide as expert
-/// parallelism needs, without ZeRO (its gathers and reductions are not the
-/// layers' own and are left out of the bound); the rest as `p`.
+/// parallelism needs (its data-parallel part under a folded layout), without ZeRO (its gathers and reductions are not
+/// the layers' own and are left out of the bound); the rest as `p`.
 Plan one_stage(const Plan& p) {
   Plan q = p;
   q.pp = 1;
   q.virtual_stages = 1;
   q.schedule = PipelineSchedule::kOneFOneB;
   q.layers_per_stage.clear();
-  q.dp = p.ep;
+  q.dp = p.ep / expert_fold(p);  // an expert group's data-parallel positions
   q.zero = 0;
   q.fsdp_shard_size = 0;
   q.global_batch = q.dp * p.microbatch_size;

@@ -119,6 +119,7 @@ Plan off_default_plan(bool hybrid) {
     p.moe_bias_passes = true;
     p.moe_dedup = true;
     p.moe_routing = Plan::MoeRouting::kContiguous;
+    p.expert_layout = Plan::ExpertLayout::kFolded;  // ep 2 = cp: one data-parallel position
   }
   p.fsdp_bucket_params = 2'000'000;
   // A master copy other than full belongs to a stack whose shards are not

@@ -12,6 +12,7 @@
 #include "program_queries.h"
 #include "shardsim/workloads/lower.h"
 #include "shardsim/workloads/memory.h"
+#include "shardsim/workloads/scenario.h"
 #include "test_helpers.h"
 
 namespace shardsim {
@@ -165,6 +166,96 @@ TEST(StackMechanisms, ZeroShardsExpertStatesOverTheirReplicasWithOneDataParallel
   int gathers = 0;
   for (OpId i : named(p, "param all-gather")) gathers += p.op(i).axes != axis_bit(MeshAxis::kDp);
   EXPECT_GT(gathers, 0);
+}
+
+// Megatron-Core's parallel folding (core_v0.10.0 on): the expert layers' ranks
+// come from their own RankGenerator (tp = expert_tp, ep, expert dp, pp; order
+// "tp-cp-ep-dp-pp" with cp 1), so with expert_tp 1 an expert group of 8 takes
+// 8 consecutive ranks: tp 2 x cp 2 x 2 data-parallel positions, one node here.
+// The oracle is that generator's formula, rank = etp_i + etp·(ep_i + ep·(edp_i
+// + edp·pp_i)), written out independently of the mesh.
+TEST(StackMechanisms, FoldedExpertGroupsAreMegatronCoresExpertRankGroups) {
+  const std::vector<Override> folded = {{"cluster.devices", "16"},
+                                        {"plan.tp", "2"},
+                                        {"plan.cp", "2"},
+                                        {"plan.dp", "4"},
+                                        {"plan.ep", "8"},
+                                        {"plan.global_batch", "4"},
+                                        {"plan.sequence_parallel", "true"},
+                                        {"plan.expert_layout", "folded"}};
+  const Scenario s = testing::scenario(kTinyMoe, folded);
+  const Program p = stage0(s);
+  const Mesh mesh = build_mesh(s.plan);
+  const std::vector<OpId> dispatch = named(p, "moe dispatch", 0, 0, Pass::kForward);
+  ASSERT_EQ(dispatch.size(), 1u);
+  const uint8_t ep_axes = p.op(dispatch.front()).axes;
+  const int64_t world = 16, etp = 1, ep = 8, pp = 1, edp = world / (etp * ep * pp);
+  for (int64_t r = 0; r < world; ++r) {
+    const int64_t etp_i = r % etp, ep_i = (r / etp) % ep, edp_i = (r / (etp * ep)) % edp;
+    std::vector<uint32_t> want, got;
+    for (int64_t e = 0; e < ep; ++e) want.push_back(static_cast<uint32_t>(etp_i + etp * (e + ep * edp_i)));
+    mesh.group_members(r, ep_axes, got);
+    EXPECT_EQ(got, want) << "rank " << r;
+    // The experts' gradients reduce over the expert data-parallel group:
+    // the ranks of the same expert shard in the other expert groups.
+    std::vector<uint32_t> want_dp, got_dp;
+    for (int64_t d = 0; d < edp; ++d) want_dp.push_back(static_cast<uint32_t>(etp_i + etp * (ep_i + ep * d)));
+    mesh.group_members(r, axis_bit(MeshAxis::kDp), got_dp);
+    EXPECT_EQ(got_dp, want_dp) << "rank " << r;
+  }
+  int expert_reductions = 0;
+  for (OpId i : named(p, "grad reduce-scatter")) expert_reductions += p.op(i).axes == axis_bit(MeshAxis::kDp);
+  for (OpId i : named(p, "grad all-reduce")) expert_reductions += p.op(i).axes == axis_bit(MeshAxis::kDp);
+  EXPECT_GT(expert_reductions, 0);
+
+  // The same plan nested: ep inside dp at stride tp·cp, as before folding.
+  const Scenario n = testing::scenario(kTinyMoe, also(folded, {{"plan.expert_layout", "nested"}, {"plan.ep", "4"}}));
+  const Program pn = stage0(n);
+  const std::vector<OpId> nd = named(pn, "moe dispatch", 0, 0, Pass::kForward);
+  ASSERT_EQ(nd.size(), 1u);
+  std::vector<uint32_t> nested_group;
+  build_mesh(n.plan).group_members(0, pn.op(nd.front()).axes, nested_group);
+  EXPECT_EQ(nested_group, (std::vector<uint32_t>{0, 4, 8, 12}));
+}
+
+// Folding changes nothing where an expert group spans no tensor- or
+// context-parallel ranks (expert_tp = tp, cp 1): the same program.
+TEST(StackMechanisms, FoldingWithoutContextParallelismAndWithExpertTpIsNesting) {
+  const std::vector<Override> base = {{"plan.tp", "2"},           {"plan.dp", "4"},
+                                      {"plan.ep", "4"},           {"plan.expert_tp", "2"},
+                                      {"plan.global_batch", "4"}, {"plan.sequence_parallel", "true"}};
+  const Program folded = stage0(testing::scenario(kTinyMoe, also(base, {{"plan.expert_layout", "folded"}})));
+  const Program nested = stage0(testing::scenario(kTinyMoe, also(base, {{"plan.expert_layout", "nested"}})));
+  ASSERT_EQ(folded.size(), nested.size());
+  for (OpId i = 0; i < folded.size(); ++i) {
+    EXPECT_EQ(folded.op(i).name, nested.op(i).name) << "op " << i;
+    EXPECT_EQ(folded.op(i).axes, nested.op(i).axes) << "op " << i;
+    EXPECT_EQ(folded.op(i).comm_bytes.value(), nested.op(i).comm_bytes.value()) << "op " << i;
+  }
+}
+
+// An expert group smaller than the tensor- and context-parallel ranks it
+// would fold over splits a tp or cp group, which mesh axes cannot name: the
+// loader says so and points at the nested layout.
+TEST(StackMechanisms, AFoldedExpertGroupMustCoverWholeTensorAndContextGroups) {
+  const std::vector<Override> small = {{"cluster.devices", "16"},
+                                       {"plan.tp", "2"},
+                                       {"plan.cp", "2"},
+                                       {"plan.dp", "4"},
+                                       {"plan.ep", "2"},
+                                       {"plan.global_batch", "4"},
+                                       {"plan.sequence_parallel", "true"},
+                                       {"plan.expert_layout", "folded"}};
+  try {
+    testing::scenario(kTinyMoe, small);
+    FAIL() << "a folded expert group of 2 over tp 2 x cp 2 loaded";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("/plan/expert_layout"), std::string::npos) << what;
+    EXPECT_NE(what.find("multiple of tp·cp (4)"), std::string::npos) << what;
+  }
+  // Megatron-Core 0.9's layout of the same plan is ep 2 inside dp.
+  EXPECT_NO_THROW(testing::scenario(kTinyMoe, also(small, {{"plan.expert_layout", "nested"}})));
 }
 
 }  // namespace

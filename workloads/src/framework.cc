@@ -188,6 +188,10 @@ std::string_view to_string(Plan::MoeRouting r) {
   return r == Plan::MoeRouting::kContiguous ? "contiguous" : "balanced";
 }
 
+std::string_view to_string(Plan::ExpertLayout l) {
+  return l == Plan::ExpertLayout::kFolded ? "folded" : "nested";
+}
+
 std::string_view to_string(Plan::MasterCopy c) {
   switch (c) {
     case Plan::MasterCopy::kRemainder:
@@ -258,6 +262,9 @@ Plan framework_defaults(Framework f) {
       // inputmat (fp8) unless override_linear_precision.wgrad;
       // layernorm_linear.py saves the quantised ln_out).
       p.low_precision_saved_inputs = true;
+      // Expert groups by parallel folding (megatron/core/parallel_state.py
+      // from core_v0.10.0: expert_decoder_rank_generator).
+      p.expert_layout = Plan::ExpertLayout::kFolded;
       break;
     case Framework::kTorchtitan:
       // Separate wq, wk, wv and w1, w3 linears (torchtitan models/llama);

@@ -70,7 +70,7 @@ OpId StageLowering::moe_dispatch(int32_t L, Pass pass, const std::vector<OpId>& 
   std::vector<OpId> d = deps;
   if (p_.ep > 1) {
     if (p_.moe_dispatcher == Plan::MoeDispatcher::kAllGather) {
-      d = {collective(CollectiveKind::kAllGather, kEpAxis, kEpS, "moe dispatch all-gather", L, pass,
+      d = {collective(CollectiveKind::kAllGather, expert_group_axes(p_), kEpS, "moe dispatch all-gather", L, pass,
                       Ts_ * h_ * kAct * p_.ep, DType::kBf16, d)};
     } else {
       d = {all_to_all("moe dispatch", L, pass, d)};
@@ -92,8 +92,8 @@ OpId StageLowering::moe_combine(int32_t L, Pass pass, const std::vector<OpId>& d
   }
   if (p_.ep > 1) {
     if (p_.moe_dispatcher == Plan::MoeDispatcher::kAllGather) {
-      d = {collective(CollectiveKind::kReduceScatter, kEpAxis, kEpS, "moe combine reduce-scatter", L, pass,
-                      Ts_ * h_ * kAct * p_.ep, DType::kBf16, d)};
+      d = {collective(CollectiveKind::kReduceScatter, expert_group_axes(p_), kEpS, "moe combine reduce-scatter", L,
+                      pass, Ts_ * h_ * kAct * p_.ep, DType::kBf16, d)};
     } else {
       d = {all_to_all("moe combine", L, pass, d)};
     }
@@ -119,7 +119,7 @@ double StageLowering::a2a_copies() const {
   return static_cast<double>(Ts_) * std::min(ranks, k) * m_.moe.capacity_factor;
 }
 OpId StageLowering::all_to_all(std::string_view name, int32_t L, Pass pass, const std::vector<OpId>& deps) {
-  return collective(CollectiveKind::kAllToAll, kEpAxis, kEpS, name, L, pass,
+  return collective(CollectiveKind::kAllToAll, expert_group_axes(p_), kEpS, name, L, pass,
                     static_cast<int64_t>(std::llround(a2a_copies())) * h_ * kAct, DType::kBf16, deps);
 }
 

@@ -68,7 +68,16 @@ std::optional<PlanIssue> check_plan(const Plan& p, const ModelSpec& m, const Clu
                        "fsdp_shard_size 1 shards nothing: use zero 0 (data parallelism) or a shard group above 1"};
     }
   }
-  if (p.dp % p.ep != 0)
+  const int64_t fold = expert_fold(p);
+  if (fold > 1 && p.ep > 1 && (p.ep % fold != 0 || p.dp % (p.ep / fold) != 0)) {
+    // Smaller expert groups would split a tensor- or context-parallel group,
+    // which the mesh's axes cannot name.
+    const std::string what = p.expert_tp == 1 && p.tp > 1 ? "tp·cp" : "cp";
+    return PlanIssue{"expert_layout", "a folded expert group of ep " + s(p.ep) + " must be a multiple of " + what +
+                                          " (" + s(fold) + ") that divides " + what + "·dp (" + s(fold * p.dp) +
+                                          "); use expert_layout \"nested\" (ep divides dp)"};
+  }
+  if (fold == 1 && p.dp % p.ep != 0)
     return PlanIssue{"ep",
                      "ep (" + s(p.ep) + ") must divide dp (" + s(p.dp) + "): experts split the data-parallel ranks"};
   if (m.is_moe() && m.moe.experts % p.ep != 0) {

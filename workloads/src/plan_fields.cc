@@ -239,6 +239,8 @@ std::vector<PlanField> make_fields() {
   f.push_back(int_in("splash_block_kv_dq", train, &P::splash_block_kv_dq, 8, int64_t{1} << 20));
   f.push_back(boolean("splash_fused_backward", train, &P::splash_fused_backward));
   f.push_back(int_in("expert_tp", train, &P::expert_tp, 1, 1024));
+  f.push_back(
+      choice("expert_layout", train, &P::expert_layout, {Plan::ExpertLayout::kNested, Plan::ExpertLayout::kFolded}));
   f.push_back(boolean("moe_grouped_gemm", train, &P::moe_grouped_gemm));
   f.push_back(boolean("moe_bias_passes", train, &P::moe_bias_passes));
   f.push_back(boolean("moe_dedup", train, &P::moe_dedup));

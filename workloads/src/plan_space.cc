@@ -129,7 +129,7 @@ double step_time_estimate_s(const Scenario& s) {
   if (m.is_moe() && p.ep > 1) {
     const double a2a = act_bytes / static_cast<double>(p.tp) * static_cast<double>(m.moe.top_k) *
                        static_cast<double>(p.ep - 1) / static_cast<double>(p.ep) /
-                       group_bandwidth(c, p.ep, p.tp * p.cp * p.pp);
+                       group_bandwidth(c, p.ep, p.tp * p.cp * p.pp / expert_fold(p));
     ep_s = 4.0 * a2a * static_cast<double>(m.moe_layers()) / static_cast<double>(p.pp) * mbs;
   }
   // Data parallelism: bytes of the stage's parameters per device, gradients
@@ -217,7 +217,17 @@ std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vect
         for (int64_t pp : divisors(n / (tp * cp), std::min<int64_t>(m.layers, 128))) {
           const int64_t dp = n / (tp * cp * pp);
           const std::vector<int64_t> vs = pp > 1 ? std::vector<int64_t>{1, 2, 4} : std::vector<int64_t>{1};
-          const std::vector<int64_t> eps = m.is_moe() ? divisors(dp, dp) : std::vector<int64_t>{1};
+          // Expert groups: ep data-parallel positions, times the tp and cp
+          // ranks a folded layout spans first (expert_fold).
+          std::vector<int64_t> eps = m.is_moe() ? divisors(dp, dp) : std::vector<int64_t>{1};
+          Plan shape = base.plan;
+          shape.tp = tp;
+          shape.cp = cp;
+          shape.ep = 2;  // any expert-parallel plan of this shape
+          if (const int64_t fold = expert_fold(shape); m.is_moe() && fold > 1) {
+            for (int64_t& ep : eps) ep *= fold;
+            eps.insert(eps.begin(), 1);  // no expert parallelism
+          }
           for (int64_t v : vs) {
             for (int64_t ep : eps) {
               for (int zero = 0; zero <= 3; ++zero) {

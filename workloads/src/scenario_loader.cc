@@ -497,7 +497,8 @@ Mesh build_mesh(const Plan& p) {
   sizes[static_cast<size_t>(MeshAxis::kPp)] = p.pp;
   sizes[static_cast<size_t>(MeshAxis::kDp)] = p.dp;
   const int64_t ds = p.zero == 3 && p.fsdp_shard_size > 0 && p.fsdp_shard_size < p.dp ? p.fsdp_shard_size : 1;
-  return Mesh(sizes, p.mesh_order, p.ep, ds);
+  // The mesh's ep axis is the data-parallel part of an expert group.
+  return Mesh(sizes, p.mesh_order, p.ep / expert_fold(p), ds);
 }
 
 }  // namespace shardsim

@@ -40,7 +40,11 @@ inline constexpr uint8_t kExpertDpAxis = axis_bit(MeshAxis::kDp) | axis_bit(Mesh
 /// holds). Megatron-Core's parallel folding gives the same count: the expert
 /// data-parallel size is world / (expert_tp · ep · pp)
 /// (megatron/core/parallel_state.py, initialize_model_parallel).
+/// Under a folded layout (Plan::expert_layout) an expert group already holds
+/// its cp ranks and, with expert_tp 1, its tp ranks, so the replicas are the
+/// outer data-parallel positions alone: the same count.
 inline uint8_t expert_replica_axes(const Plan& p) {
+  if (expert_fold(p) > 1) return axis_bit(MeshAxis::kDp);
   return p.expert_tp == 1 && p.tp > 1 ? static_cast<uint8_t>(kExpertDpAxis | kTpAxis) : kExpertDpAxis;
 }
 /// How many replicas of each expert parameter there are (the shards ZeRO
@@ -49,6 +53,16 @@ inline int64_t expert_replicas(const Plan& p) {
   return p.dp * p.cp / p.ep * (p.expert_tp == 1 ? p.tp : 1);
 }
 inline constexpr uint8_t kEpAxis = axis_bit(MeshAxis::kEp);
+/// The mesh axes of an expert-parallel group: the ep part of data
+/// parallelism, and under a folded layout the cp and (expert_tp 1) tp axes
+/// it spans first (Megatron-Core's expert RankGenerator: expert_tp ranks
+/// innermost, then ep).
+inline uint8_t expert_group_axes(const Plan& p) {
+  if (expert_fold(p) == 1) return kEpAxis;
+  uint8_t axes = kEpAxis | axis_bit(MeshAxis::kCp);
+  if (p.expert_tp == 1) axes |= kTpAxis;
+  return axes;
+}
 inline constexpr StreamId kEpS = TrainStreams::kEp;
 inline constexpr int64_t kAct = 2;  // activation bytes (bf16)
 /// Bytes per element live while an elementwise op runs: a fused kernel

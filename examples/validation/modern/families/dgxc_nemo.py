@@ -274,6 +274,9 @@ def build_dgxc_nemo1_grok(row):
     knobs["moe_dispatcher"] = K("alltoall", dg(commit, y, 52))
     knobs["expert_tp"] = K(tp, "NVIDIA/Megatron-LM@core_v0.9.0:megatron/core/model_parallel_config.py:42", "default",
                            "expert tensor parallelism not set: experts use the dense TP")
+    knobs["expert_layout"] = K("nested", "NVIDIA/Megatron-LM@core_v0.9.0:megatron/core/parallel_state.py:536,591-599",
+                               "default", "one RankGenerator: ep inside dp, outside tp and cp (order tp-cp-ep-dp-pp); "
+                               "parallel folding came with core_v0.10.0")
     knobs["moe_grouped_gemm"] = K(False, dg(commit, y, 51))
     if fp8:
         knobs["matmul_dtype"] = K("fp8", dg(commit, cfg, lines["fp8"]) + " (fp8 hybrid)")
@@ -494,6 +497,9 @@ def build_dgxc_nemo2_grok(row):
                                "cannot express (expert_tp must be 1 or tp); the README's ETP 4 = TP is used")
     else:
         knobs["expert_tp"] = K(1, dg(commit, "grok1/launch.sh", 112) + " (ETP 1)")
+    knobs["expert_layout"] = K("folded", "NVIDIA/Megatron-LM@core_v0.12.0:megatron/core/parallel_state.py:693-714",
+                               "default", "expert groups from their own RankGenerator (expert_tp, ep, expert dp, pp): "
+                               "an expert group takes consecutive ranks past its expert_tp ones")
     knobs["moe_grouped_gemm"] = K(False, "NVIDIA/Megatron-LM@core_v0.12.0:megatron/core/transformer/"
                                   "transformer_config.py:397", "default", "not set by MixtralConfig or the script: "
                                   "SequentialMLP experts")

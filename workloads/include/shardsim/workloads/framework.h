@@ -50,6 +50,8 @@ std::string_view to_string(Plan::MoeDispatcher d);
 std::string_view to_string(Plan::LossKernel k);
 /// Expert routing ("balanced", "contiguous").
 std::string_view to_string(Plan::MoeRouting r);
+/// An expert-parallel layout ("nested", "folded").
+std::string_view to_string(Plan::ExpertLayout l);
 /// What the optimizer holds of the master weights ("full", "remainder", "none").
 std::string_view to_string(Plan::MasterCopy c);
 /// The framework a plan's "framework" value names, or nullopt.

@@ -301,6 +301,16 @@ struct Plan {
   /// Experts' MLPs split over this many tensor-parallel ranks (Megatron's
   /// expert_tensor_parallel_size); 1: whole experts.
   int64_t expert_tp = 1;
+  /// Which devices form an expert-parallel group. kNested: ep is the inner
+  /// part of data parallelism, outside tp and cp (Megatron-Core up to
+  /// core_v0.9.0: one RankGenerator, order "tp-cp-ep-dp-pp"; ep divides dp).
+  /// kFolded: Megatron-Core's "parallel folding" (core_v0.10.0 on: a second
+  /// RankGenerator for the expert layers, tp = expert_tp, cp = 1, over the
+  /// same order; arXiv:2504.14960), where an expert group takes consecutive
+  /// ranks past its expert_tp ones, spanning the context-parallel ranks and,
+  /// with expert_tp 1, the tensor-parallel ones before data parallelism.
+  /// Training only (expert_fold).
+  enum class ExpertLayout : uint8_t { kNested, kFolded } expert_layout = ExpertLayout::kNested;
   /// The local experts run as one grouped GEMM; false: one GEMM per expert.
   bool moe_grouped_gemm = true;
   /// A model with biases adds its experts' biases in separate passes after
@@ -361,5 +371,16 @@ struct Plan {
   int64_t chunks() const { return pp * virtual_stages; }
   int64_t devices() const { return dp * tp * pp * cp; }
 };
+
+/// How many devices of each expert-parallel group lie outside data
+/// parallelism: under ExpertLayout::kFolded in training, cp and, with
+/// expert_tp 1, tp too (an expert group then holds whole tensor- and
+/// context-parallel groups and ep / fold data-parallel positions); 1
+/// otherwise (and without expert parallelism), where the group is ep
+/// data-parallel positions.
+inline int64_t expert_fold(const Plan& p) {
+  if (p.ep <= 1 || p.inference() || p.expert_layout != Plan::ExpertLayout::kFolded) return 1;
+  return p.cp * (p.expert_tp == 1 ? p.tp : 1);
+}
 
 }  // namespace shardsim
