@@ -289,11 +289,19 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
     detail::appendf(o, "%s on %lld x %s%s\n", r.workload.c_str(), static_cast<long long>(r.devices), r.chip.c_str(),
                     s.workload.retime ? " (compute retimed)" : "");
   } else {
+    // Expert parallelism where there is some: its degree, the experts' own
+    // tp, and whether its groups fold over tp and cp (Plan::expert_layout).
+    std::string experts;
+    if (p.ep > 1) {
+      detail::appendf(experts, ", ep %lld%s", static_cast<long long>(p.ep), expert_fold(p) > 1 ? " folded" : "");
+      if (p.expert_tp > 1) detail::appendf(experts, ", expert tp %lld", static_cast<long long>(p.expert_tp));
+    }
     detail::appendf(
-        o, "%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
+        o,
+        "%s on %lld x %s (dp %lld, tp %lld, pp %lld, cp %lld%s, zero %d%s), %lld microbatches of %lld x %lld tokens\n",
         r.model.c_str(), static_cast<long long>(r.devices), r.chip.c_str(), static_cast<long long>(p.dp),
-        static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.cp), p.zero,
-        p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
+        static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.cp), experts.c_str(),
+        p.zero, p.sequence_parallel ? ", sequence parallel" : "", static_cast<long long>(p.microbatches()),
         static_cast<long long>(p.microbatch_size), static_cast<long long>(p.seq_len));
   }
   detail::appendf(o, "  step time          %.4f s   (%.4g tokens/s)\n", r.step_time_s, r.tokens_per_s);
