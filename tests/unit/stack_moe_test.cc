@@ -258,5 +258,52 @@ TEST(StackMechanisms, AFoldedExpertGroupMustCoverWholeTensorAndContextGroups) {
   EXPECT_NO_THROW(testing::scenario(kTinyMoe, also(small, {{"plan.expert_layout", "nested"}})));
 }
 
+// Every folded layout the loader accepts on 16 GPUs lowers, and its experts'
+// states shard over Megatron-Core's expert data-parallel size, world /
+// (expert_tp·ep·pp), also where the expert group is larger than dp·cp (ep 8
+// over tp 2 x dp 4: one replica, its states whole; the count once divided
+// before multiplying and came out 0).
+TEST(StackMechanisms, EveryFoldedLayoutLowersWithMegatronsExpertReplicaCount) {
+  int lowered = 0;
+  for (const int64_t tp : {1, 2, 4}) {
+    for (const int64_t cp : {1, 2}) {
+      for (const int64_t ep : {2, 4, 8}) {
+        for (const int64_t etp : {int64_t{1}, tp}) {
+          const int64_t dp = 16 / (tp * cp);
+          const std::vector<Override> sets = {{"cluster.devices", "16"},
+                                              {"plan.tp", std::to_string(tp)},
+                                              {"plan.cp", std::to_string(cp)},
+                                              {"plan.dp", std::to_string(dp)},
+                                              {"plan.ep", std::to_string(ep)},
+                                              {"plan.expert_tp", std::to_string(etp)},
+                                              {"plan.global_batch", std::to_string(dp)},
+                                              {"plan.sequence_parallel", tp > 1 ? "true" : "false"},
+                                              {"plan.zero", "1"},
+                                              {"plan.expert_layout", "folded"}};
+          Scenario s;
+          try {
+            s = testing::scenario(kTinyMoe, sets);
+          } catch (const InputError&) {
+            continue;  // a folded group that would split tp or cp, or ep past the experts
+          }
+          const Program p = stage0(s);
+          ++lowered;
+          const int64_t replicas = 16 / (etp * ep);
+          const Mesh mesh = build_mesh(s.plan);
+          // The experts' gradients reduce over their replicas (the dense
+          // ones over every data-parallel rank, ep's included): a group of
+          // that size, or none where each expert has one replica.
+          int64_t expert_group = 1;
+          for (OpId i : named(p, "grad reduce-scatter")) {
+            if (!(p.op(i).axes & axis_bit(MeshAxis::kEp))) expert_group = mesh.group_size(p.op(i).axes);
+          }
+          EXPECT_EQ(expert_group, replicas) << "tp " << tp << " cp " << cp << " ep " << ep << " expert_tp " << etp;
+        }
+      }
+    }
+  }
+  EXPECT_GE(lowered, 12);
+}
+
 }  // namespace
 }  // namespace shardsim

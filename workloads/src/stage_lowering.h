@@ -50,7 +50,8 @@ inline uint8_t expert_replica_axes(const Plan& p) {
 /// How many replicas of each expert parameter there are (the shards ZeRO
 /// splits expert states into).
 inline int64_t expert_replicas(const Plan& p) {
-  return p.dp * p.cp / p.ep * (p.expert_tp == 1 ? p.tp : 1);
+  // Multiplied out first: a folded group of ep may be larger than dp·cp.
+  return p.dp * p.cp * (p.expert_tp == 1 ? p.tp : 1) / p.ep;
 }
 inline constexpr uint8_t kEpAxis = axis_bit(MeshAxis::kEp);
 /// The mesh axes of an expert-parallel group: the ep part of data
