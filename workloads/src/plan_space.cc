@@ -196,7 +196,7 @@ std::string describe_plan(const Plan& p) {
   out += " · pp " + std::to_string(p.pp);
   if (p.pp > 1 && p.schedule == PipelineSchedule::kInterleaved) out += " (v " + std::to_string(p.virtual_stages) + ")";
   out += " · dp " + std::to_string(p.dp);
-  if (p.ep > 1) out += " (ep " + std::to_string(p.ep) + ")";
+  if (p.ep > 1) out += " (ep " + std::to_string(p.ep) + (expert_fold(p) > 1 ? " folded)" : ")");
   out += " · zero " + std::to_string(p.zero) + " · mb " + std::to_string(p.microbatch_size);
   out += p.recompute == Recompute::kNone        ? " · no recompute"
          : p.recompute == Recompute::kSelective ? " · selective"
