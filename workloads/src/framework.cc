@@ -280,6 +280,11 @@ Plan framework_defaults(Framework f) {
       p.fsdp_copy_out = true;           // FSDP2's all-gather copy-out and reduce-scatter copy-in
       p.fsdp_keep_root = true;          // the root and the last block stay gathered for the backward
       p.pp_keep_outputs = true;         // torch.distributed.pipelining keeps each sent output
+      // Expert parallelism borrows all of cp (and of tp with expert tp 1)
+      // and some of dp_shard (pytorch/torchtitan@0119de1
+      // torchtitan/distributed/parallel_dims.py, ParallelDims._validate and
+      // build_mesh's ep_computation_dims).
+      p.expert_layout = Plan::ExpertLayout::kFolded;
       break;
     case Framework::kMaxtext:
       // Separate query, key, value and wi_0, wi_1 projections (MaxText
