@@ -223,8 +223,7 @@ std::vector<PlanCandidate> enumerate_plans(const Scenario& base, const std::vect
           Plan shape = base.plan;
           shape.tp = tp;
           shape.cp = cp;
-          shape.ep = 2;  // any expert-parallel plan of this shape
-          if (const int64_t fold = expert_fold(shape); m.is_moe() && fold > 1) {
+          if (const int64_t fold = folded_ranks(shape); m.is_moe() && fold > 1) {
             for (int64_t& ep : eps) ep *= fold;
             eps.insert(eps.begin(), 1);  // no expert parallelism
           }

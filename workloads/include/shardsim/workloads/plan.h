@@ -372,15 +372,20 @@ struct Plan {
   int64_t devices() const { return dp * tp * pp * cp; }
 };
 
+/// The tensor- and context-parallel ranks a folded expert group spans
+/// before data parallelism, whatever ep is: under ExpertLayout::kFolded in
+/// training, cp and, with expert_tp 1, tp too; 1 otherwise.
+inline int64_t folded_ranks(const Plan& p) {
+  if (p.inference() || p.expert_layout != Plan::ExpertLayout::kFolded) return 1;
+  return p.cp * (p.expert_tp == 1 ? p.tp : 1);
+}
 /// How many devices of each expert-parallel group lie outside data
-/// parallelism: under ExpertLayout::kFolded in training, cp and, with
-/// expert_tp 1, tp too (an expert group then holds whole tensor- and
-/// context-parallel groups and ep / fold data-parallel positions); 1
-/// otherwise (and without expert parallelism), where the group is ep
+/// parallelism: folded_ranks where there is expert parallelism (the group
+/// then holds whole tensor- and context-parallel groups and ep / fold
+/// data-parallel positions); 1 without it, or nested, where the group is ep
 /// data-parallel positions.
 inline int64_t expert_fold(const Plan& p) {
-  if (p.ep <= 1 || p.inference() || p.expert_layout != Plan::ExpertLayout::kFolded) return 1;
-  return p.cp * (p.expert_tp == 1 ? p.tp : 1);
+  return p.ep > 1 ? folded_ranks(p) : 1;
 }
 
 }  // namespace shardsim
